@@ -1,0 +1,61 @@
+"""Finding, executing and cleaning the lesson notebooks.
+
+``refresh`` re-executes notebooks in place (a fresh kernel, top to bottom) so their
+stored outputs are exactly what a student sees, and leaves no timing or papermill
+metadata behind.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+FIGURES_DIR = PROJECT_ROOT / "figures"
+LESSON_PATTERN = re.compile(r"^(\d\d)-[a-z0-9-]+\.ipynb$")
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+QUIET_ENV = {"TQDM_DISABLE": "1", "JUPYTER_PREFER_ENV_PATH": "1", "OMP_NUM_THREADS": "1",
+             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+
+def lesson_notebooks(folder: Path = NOTEBOOKS_DIR) -> dict[int, Path]:
+    """Lesson number -> notebook path, for every ``NN-name.ipynb`` in ``folder``."""
+    found = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        match = LESSON_PATTERN.match(path.name)
+        if match:
+            found[int(match.group(1))] = path
+    return found
+
+
+def clean_metadata(nb) -> None:
+    """Drop papermill and timing metadata, set the python3 kernelspec (in place)."""
+    nb.metadata.pop("papermill", None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    for cell in nb.cells:
+        for key in ("papermill", "execution", "ExecuteTime"):
+            cell.metadata.pop(key, None)
+        if cell.cell_type == "code":
+            cell.metadata.pop("collapsed", None)
+
+
+def set_quiet_environment() -> None:
+    """Environment for reproducible kernels: no progress bars, one BLAS thread, the project's kernel."""
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    os.environ.pop("MPLBACKEND", None)
+
+
+def refresh(path: Path, timeout: int = 600) -> None:
+    """Execute ``path`` in place in a fresh kernel and store clean outputs."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    set_quiet_environment()
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=timeout, record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    clean_metadata(nb)
+    nbformat.write(nb, path)

@@ -1,0 +1,45 @@
+"""Validation of notebook parameters: a wrong value names the parameter and what is allowed."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+SEED_LIMIT = 2 ** 32
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_int(name: str, value: object, low: int, high: int) -> int:
+    """``value`` must be an integer with low <= value <= high."""
+    if not _is_integer(value) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer from {low} to {high}; got {value!r}")
+    return value
+
+
+def check_seed(value: object, name: str = "SEED") -> int:
+    """A seed must be an integer in [0, 2**32)."""
+    if not _is_integer(value) or not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"{name} must be an integer in [0, 2**32); got {value!r}")
+    return value
+
+
+def check_choice(name: str, value: object, allowed: Iterable[object]) -> object:
+    """``value`` must be one of ``allowed``."""
+    allowed = list(allowed)
+    if value not in allowed or isinstance(value, bool) != any(isinstance(a, bool) for a in allowed):
+        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}; got {value!r}")
+    return value
+
+
+def check_figures_dir(value: object, name: str = "FIGURES_DIR") -> Path | None:
+    """None (show figures only) or a folder path to write figures into; a file there is refused."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise ValueError(f"{name} must be None or a folder path (a non-empty string); got {value!r}")
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} must be a folder, but {str(path)!r} is a file")
+    return path

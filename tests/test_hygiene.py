@@ -1,0 +1,58 @@
+"""Static checks of the stored notebooks: what nbval and a student rely on."""
+import json
+import re
+
+import pytest
+
+from conftest import ALL_LESSONS, notebook_or_skip
+
+TIMING_KEYS = ("papermill", "execution", "ExecuteTime")
+
+
+def load(lesson):
+    path = notebook_or_skip(lesson)
+    return path, json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("lesson", ALL_LESSONS, ids=lambda n: f"lesson{n:02d}")
+def test_notebook_hygiene(lesson):
+    path, nb = load(lesson)
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert "papermill" not in nb["metadata"]
+    cells = nb["cells"]
+    assert cells[0]["cell_type"] == "markdown" and "".join(cells[0]["source"]).startswith(f"# Lesson {lesson:02d}")
+    params = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1, "exactly one cell tagged parameters"
+    assert re.search(r"^SEED = 20260218$", "".join(params[0]["source"]), re.M)
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), "execution counts 1..n"
+    assert code[1] is params[0], "the parameters cell is the second code cell, right after the imports"
+    assert "check_seed(SEED)" in "".join(code[2]["source"]), "validation right after the parameters"
+    figures = 0
+    for cell in cells:
+        assert not any(k in cell.get("metadata", {}) for k in TIMING_KEYS), "timing metadata left behind"
+        for output in cell.get("outputs", []):
+            assert output["output_type"] != "error", f"stored error in {path.name}"
+            assert output.get("name") != "stderr", f"stored stderr in {path.name}: {output.get('text')}"
+            figures += any(k.startswith("image/") for k in output.get("data", {}))
+            if output["output_type"] == "execute_result":
+                shown = "".join(output["data"].get("text/plain", ""))
+                assert not shown.startswith(("<Figure", "<matplotlib", "[<matplotlib", "Text(")), \
+                    f"a plotting call's return value is shown ({shown[:40]}); end figure cells with plt.show()"
+    assert figures >= 1, "at least one figure"
+    prose = " ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert len(re.findall(r"[a-z0-9]+", prose.lower())) >= 600, "at least 600 words of prose"
+    assert "Try it" in prose
+    if lesson < 16:
+        assert f"{lesson + 1:02d}-" in prose, "a link to the next lesson"
+
+
+@pytest.mark.parametrize("lesson", ALL_LESSONS, ids=lambda n: f"lesson{n:02d}")
+def test_parameters_cell_holds_literals_only(lesson):
+    _, nb = load(lesson)
+    source = "".join(next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))["source"])
+    import ast
+    for node in ast.parse(source).body:
+        assert isinstance(node, ast.Assign), ast.dump(node)
+        ast.literal_eval(node.value)        # raises for anything but a literal
+    assert "FIGURES_DIR = None" in source

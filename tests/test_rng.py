@@ -46,3 +46,19 @@ def test_pick_walks_cumulative_weights():
     assert pick(0.9999, weights) == 4
     assert pick(1.5, weights) == 4          # beyond the total falls back to the last index
     assert pick(0.5, [0.0, 1.0]) == 1       # a zero weight is never chosen
+
+
+def test_a_changed_increment_changes_the_world(monkeypatch):
+    """The suite can fail: a generator constant off by two moves the course's corpus statistics."""
+    from collections import Counter
+
+    from ragcourse.concepts import CLASSES, FIRST_EDITION
+    from ragcourse.corpus import build_world
+
+    def class_counts():
+        counts = Counter(d.label for d in build_world(20260218, FIRST_EDITION).documents)
+        return [counts[c] for c in CLASSES]
+
+    assert class_counts() == [52, 46, 39, 32, 31]
+    monkeypatch.setattr(rng, "LCG_INCREMENT", 1013904225)
+    assert class_counts() != [52, 46, 39, 32, 31]

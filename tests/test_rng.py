@@ -55,10 +55,11 @@ def test_a_changed_increment_changes_the_world(monkeypatch):
     from ragcourse.concepts import CLASSES, FIRST_EDITION
     from ragcourse.corpus import build_world
 
-    def class_counts():
-        counts = Counter(d.label for d in build_world(20260218, FIRST_EDITION).documents)
-        return [counts[c] for c in CLASSES]
+    def statistics():
+        documents = build_world(20260218, FIRST_EDITION).documents
+        counts = Counter(d.label for d in documents)
+        return [counts[c] for c in CLASSES], sum(len(d.paragraphs) for d in documents)
 
-    assert class_counts() == [52, 46, 39, 32, 31]
+    assert statistics() == ([52, 46, 39, 32, 31], 693)
     monkeypatch.setattr(rng, "LCG_INCREMENT", 1013904225)
-    assert class_counts() != [52, 46, 39, 32, 31]
+    assert statistics()[1] != 693

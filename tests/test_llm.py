@@ -125,6 +125,10 @@ def test_choose_softmax_matches_the_course_arithmetic():
     assert choose(scores, temperature, lambda: 0.999999) == 2
 
 
+def test_choose_survives_a_tiny_temperature():
+    assert choose([0.0, 30.0, 29.0], 0.001, lambda: 0.5) == 1
+
+
 def test_temperature_zero_linker_is_the_argmax_over_sorted_keys():
     model = ConceptLinker(ED, COURSE_SEED, temperature=0)
     assert model.call("one line leak line leak pressure drop").text == "leak"

@@ -124,13 +124,19 @@ def choose(scores: Sequence[float], temperature: float, draw: Draw) -> int:
     """Index of the option chosen: softmax of ``scores`` at ``temperature`` and one draw.
 
     ``temperature <= 0`` returns the first index with the highest score and draws nothing.
+    Where ``exp(score / temperature)`` would overflow (the course stops with an error), the
+    scores are shifted by their maximum first; everywhere else the course's bits are kept.
     """
     if not scores:
         raise ValueError("choose needs at least one score")
     if temperature <= 0.0:
         best = max(scores)
         return scores.index(best)
-    weights = [math.exp(score / temperature) for score in scores]
+    try:
+        weights = [math.exp(score / temperature) for score in scores]
+    except OverflowError:   # the course would stop here; shift by the best score instead
+        best = max(scores)
+        weights = [math.exp((score - best) / temperature) for score in scores]
     total = sum(weights)
     return pick(draw(), [weight / total for weight in weights])
 

@@ -14,6 +14,7 @@ from ragcourse.llm import (FREE_FORM_REPLIES, PRIOR_KNOWLEDGE, CallCounter, Chun
                            QueryTransformer, Response, choose)
 from ragcourse.pipeline import (HybridRetriever, IndexedChunk, index_chunks, is_relevant,
                                 link_instruction, link_prompt)
+from ragcourse.params import check_number
 from ragcourse.rng import make_rng
 from ragcourse.search import top_k
 from ragcourse.text import tokenize
@@ -343,3 +344,11 @@ def test_course_seed_lesson14_no_retrieval(world):
     responses = [generator.generate(q.text) for q in world.queries]
     assert sum(r.concept == q.concept for r, q in zip(responses, world.queries)) == 15
     assert sum(r.input_tokens for r in responses) == 258
+
+
+def test_check_number_for_the_temperature_knob():
+    assert check_number("TEMPERATURE", 0, 0.0, 5.0) == 0.0
+    assert check_number("TEMPERATURE", 0.6, 0.0, 5.0) == 0.6
+    for bad in (-0.1, 5.5, True, "0.6", None, float("nan")):
+        with pytest.raises(ValueError, match="TEMPERATURE must be a number from 0.0 to 5.0"):
+            check_number("TEMPERATURE", bad, 0.0, 5.0)

@@ -18,6 +18,13 @@ def check_int(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
+def check_number(name: str, value: object, low: float, high: float) -> float:
+    """``value`` must be a real number (int or float, not bool) with low <= value <= high."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise ValueError(f"{name} must be a number from {low} to {high}; got {value!r}")
+    return float(value)
+
+
 def check_seed(value: object, name: str = "SEED") -> int:
     """A seed must be an integer in [0, 2**32)."""
     if not _is_integer(value) or not 0 <= value < SEED_LIMIT:

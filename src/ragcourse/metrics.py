@@ -49,3 +49,28 @@ def mean_relevant(queries: Sequence[Query], relevant: dict[str, int]) -> float:
 def overlap_recall(found: Sequence[int], reference: Sequence[int]) -> float:
     """Share of the reference result that ``found`` also contains."""
     return len(set(found) & set(reference)) / len(reference)
+
+
+def distinct_top_sets(rank: Callable[[Query], Sequence[int]], queries: Sequence[Query], k: int) -> int:
+    """How many different top-``k`` sets (order ignored) ``rank`` hands the queries; 1 means all get the same."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    return len({frozenset(list(rank(query))[:k]) for query in queries})
+
+
+def top_set_divergence(rank_a: Callable[[Query], Sequence[int]], rank_b: Callable[[Query], Sequence[int]],
+                       queries: Sequence[Query], depth: int) -> int:
+    """Number of queries whose first ``depth`` results differ as sets between two rankers (order ignored)."""
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1; got {depth!r}")
+    return sum(set(list(rank_a(q))[:depth]) != set(list(rank_b(q))[:depth]) for q in queries)
+
+
+def mean_top_value(rank: Callable[[Query], Sequence[int]], queries: Sequence[Query],
+                   values: Sequence[float], k: int) -> float:
+    """Mean over queries of the mean of ``values[i]`` over the top ``k`` (a 1/0 list gives a share)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    if not queries:
+        raise ValueError("queries must not be empty")
+    return sum(sum(values[i] for i in list(rank(q))[:k]) / k for q in queries) / len(queries)

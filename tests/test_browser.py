@@ -2,7 +2,7 @@
 
 One JupyterLab server (from the project environment, on 127.0.0.1, a free port, a fresh
 token) serves a *copy* of ``notebooks/`` from a temporary folder, with its own config,
-data, runtime, settings and workspace folders there, so nothing of the student's setup is
+data, runtime, settings, workspace and HOME folders there, so nothing of the student's setup is
 read or written. For each ``notebooks/NN-*.ipynb`` the test opens the lesson in Chromium,
 clears the stored outputs, runs "Restart Kernel and Run All Cells" (confirming the dialog
 as a student would) and then checks what the browser shows: every code cell ran, in order,
@@ -101,6 +101,10 @@ def _server_environment(home: Path, python: Path) -> dict[str, str]:
            if not key.startswith(("JUPYTER", "JUPYTERLAB", "IPYTHON", "MPL", "PYTHONSTARTUP"))}
     env.update(QUIET_ENV)
     env.update({
+        "HOME": str(home / "home"),
+        "XDG_CONFIG_HOME": str(home / "home" / ".config"),
+        "XDG_CACHE_HOME": str(home / "home" / ".cache"),
+        "XDG_DATA_HOME": str(home / "home" / ".local" / "share"),
         "JUPYTER_PREFER_ENV_PATH": "1",
         "JUPYTER_CONFIG_DIR": str(home / "config"),
         "JUPYTER_DATA_DIR": str(home / "data"),
@@ -136,7 +140,7 @@ class LabServer:
     def prepare(self) -> None:
         shutil.copytree(NOTEBOOKS_DIR, self.root / "notebooks",
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-        for name in ("config", "data", "runtime", "ipython", "matplotlib", "workspaces"):
+        for name in ("home", "config", "data", "runtime", "ipython", "matplotlib", "workspaces"):
             (self.home / name).mkdir(parents=True, exist_ok=True)
         for plugin, values in USER_SETTINGS.items():
             _write_json(self.home / "settings" / f"{plugin}.jupyterlab-settings", values)
@@ -150,6 +154,7 @@ class LabServer:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.root}",
             "--ServerApp.terminals_enabled=False",
+            "--LanguageServerManager.autodetect=False",
             f"--LabApp.user_settings_dir={self.home / 'settings'}",
             f"--LabApp.workspaces_dir={self.home / 'workspaces'}",
             "--LabApp.expose_app_in_browser=True",
@@ -219,10 +224,13 @@ def sync_playwright_api():
 
 
 @pytest.fixture(scope="session")
-def chromium(sync_playwright_api):
+def chromium(sync_playwright_api, tmp_path_factory):
+    home = tmp_path_factory.mktemp("browser-home")  # crash reports and caches stay in here
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_CACHE_HOME": str(home / ".cache")}
     with sync_playwright_api() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                             args=CHROMIUM_ARGS)
+                                             args=CHROMIUM_ARGS, env=env)
         yield browser
         browser.close()
 

@@ -3,12 +3,11 @@ import pytest
 
 from ragcourse.concepts import FIRST_EDITION
 from ragcourse.corpus import build_world
-from ragcourse.embedding import EmbeddingModel
+from ragcourse.embedding import EmbeddingModel, cosine
 from ragcourse.index import (BucketIndex, build_bucket_index, build_graph, draw_representatives,
                              neighbour_ranking, rank_candidates)
 from ragcourse.metrics import overlap_recall
 from ragcourse.search import rank_by_score
-from ragcourse.embedding import cosine
 
 SEED = 20260218
 K = 5

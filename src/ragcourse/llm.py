@@ -185,6 +185,11 @@ class SimulatedModel:
             return RATE_LIMIT
         return None
 
+    def _admit(self, n_input: int, **fields: Any) -> Response | None:
+        """Count one call of ``n_input`` tokens; the failed ``Response`` if it is refused, else None."""
+        refusal = self._refusal(self.counter.tick(), n_input)
+        return Response(refusal, n_input, **fields) if refusal else None
+
     def _choose(self, scores: Sequence[float], draw: Draw) -> int:
         return choose(scores, self.temperature, draw)
 
@@ -245,11 +250,10 @@ class ConceptLinker(SimulatedModel):
 
     def call(self, prompt: str, seed: int | None = None) -> Response:
         """One call; ``seed`` overrides the model's seed for this call only."""
-        call_number = self.counter.tick()
         tokens = tokenize(prompt)
-        refusal = self._refusal(call_number, len(tokens))
-        if refusal:
-            return Response(refusal, len(tokens))
+        refused = self._admit(len(tokens))
+        if refused:
+            return refused
         draw = self._draw(prompt, seed)
         scores = self.concept_scores(prompt)
         keys = self._sorted_keys
@@ -302,12 +306,11 @@ class ChunkAnswerer(SimulatedModel):
 
     def answer(self, query: str, chunks: Sequence[CodedChunk], seed: int | None = None) -> Response:
         """Build the answer prompt, then pick the chunk the answer is written from."""
-        call_number = self.counter.tick()
         prompt = answer_prompt(query, chunks)
         n_input = len(tokenize(prompt))
-        refusal = self._refusal(call_number, n_input)
-        if refusal:
-            return Response(refusal, n_input)
+        refused = self._admit(n_input)
+        if refused:
+            return refused
         if not chunks:
             return Response(EMPTY, n_input)
         draw = self._draw(prompt, seed)
@@ -343,11 +346,10 @@ class QueryTransformer(SimulatedModel):
         """Rewrite (``mode="rewriting"``) or expand (``mode="expansion"``) ``query``."""
         if mode not in TRANSFORM_MODES:
             raise ValueError(f"mode must be one of {', '.join(TRANSFORM_MODES)}; got {mode!r}")
-        call_number = self.counter.tick()
         tokens = tokenize(TRANSFORM_INSTRUCTION + query)
-        refusal = self._refusal(call_number, len(tokens))
-        if refusal:
-            return Response(refusal, len(tokens), text=query)
+        refused = self._admit(len(tokens), text=query)
+        if refused:
+            return refused
         draw = self._draw(query, seed)
         votes: dict[str, float] = {}
         for token in tokens:
@@ -391,11 +393,10 @@ class PairScorer(SimulatedModel):
 
     def score(self, query: str, chunk: CodedChunk, seed: int | None = None) -> Response:
         """Score one (query, chunk) pair; the number is ``Response.score``."""
-        call_number = self.counter.tick()
         tokens = tokenize(RERANK_INSTRUCTION + chunk.text + " Query: " + query)
-        refusal = self._refusal(call_number, len(tokens))
-        if refusal:
-            return Response(refusal, len(tokens))
+        refused = self._admit(len(tokens))
+        if refused:
+            return refused
         draw = self._draw(query + " | " + chunk.text, seed)
         query_bag, trace = set(tokenize(query)), self.trace
         concept_match = bool({trace[t] for t in query_bag if t in trace}
@@ -445,12 +446,11 @@ class ClassPriorGenerator(SimulatedModel):
 
     def generate(self, query: str, context: Sequence[str] = (), seed: int | None = None) -> Response:
         """Answer ``query`` with the context texts; ``concept`` is the name chosen (None if none)."""
-        call_number = self.counter.tick()
         prompt = generation_prompt(query, context)
         n_input = len(tokenize(prompt))
-        refusal = self._refusal(call_number, n_input)
-        if refusal:
-            return Response(refusal, n_input)
+        refused = self._admit(n_input)
+        if refused:
+            return refused
         scores = self.name_scores(query, prompt)
         if not scores:
             return Response(EMPTY, n_input)

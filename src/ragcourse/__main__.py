@@ -1,44 +1,197 @@
-"""Command line: ``python -m ragcourse refresh [LESSON ...]``."""
+"""Command line of the course.
+
+  python -m ragcourse run [--seed S] [--jobs N] [--out DIR] [LESSON ...]
+  python -m ragcourse figures [--jobs N] [LESSON ...]
+  python -m ragcourse sweep --seeds 1-20 [--jobs N] [--out DIR] [LESSON ...]
+  python -m ragcourse refresh [--jobs N] [LESSON ...]
+
+LESSON is a number (3 or 03) or a range (2-6); all lessons when none is given.
+The engine lives in ``ragcourse.runner`` (and ``ragcourse.sweep``); this module only
+parses arguments and prints.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from pathlib import Path
 
-from .notebooks import lesson_notebooks, refresh
+from .notebooks import FIGURES_DIR, NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
+
+SEED_LIMIT = 2 ** 32
+MAX_SEEDS = 1000
+
+
+class UsageError(Exception):
+    """A bad command-line argument (exit status 2, one line naming the argument)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``python -m ragcourse run: error: argument --jobs: ...``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{what}; got {text!r}") from None
+
+
+def jobs_value(text: str) -> int:
+    """``--jobs``: an integer >= 1."""
+    value = _int(text, "must be a whole number >= 1")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1; got {text!r}")
+    return value
+
+
+def seed_value(text: str) -> int:
+    """``--seed``: an integer in [0, 2**32)."""
+    value = _int(text, f"must be a whole number in [0, {SEED_LIMIT})")
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be a whole number in [0, {SEED_LIMIT}); got {text!r}")
+    return value
+
+
+def seeds_value(text: str) -> list[int]:
+    """``--seeds``: ``1-20``, ``1,5,9`` or a mix (``1-3,7``); each in [0, 2**32), no repeats kept."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        if not low or (dash and not high):
+            raise argparse.ArgumentTypeError(f"must look like 1-20 or 1,5,9; got {text!r}")
+        first, last = seed_value(low), seed_value(high) if dash else seed_value(low)
+        if last < first:
+            raise argparse.ArgumentTypeError(f"range {part.strip()!r} runs backwards")
+        if last - first + 1 + len(seeds) > MAX_SEEDS:
+            raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} seeds; got {text!r}")
+        seeds.extend(s for s in range(first, last + 1) if s not in seeds)
+    return seeds
+
+
+def out_dir_value(text: str) -> Path:
+    """``--out``: a folder (created if missing) outside the project's notebooks/ and figures/."""
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is an existing file, not a folder")
+    resolved = path.resolve()
+    if resolved == PROJECT_ROOT:
+        raise argparse.ArgumentTypeError(f"{text!r} is the project itself; its notebooks/ would be overwritten")
+    for protected in (NOTEBOOKS_DIR, FIGURES_DIR):
+        if resolved == protected or protected in resolved.parents:
+            raise argparse.ArgumentTypeError(f"{text!r} is inside the project's {protected.name}/, "
+                                             "which only `refresh` and `figures` write")
+    return path
 
 
 def parse_lessons(values: list[str], available: dict[int, object]) -> list[int]:
-    """Lesson numbers from arguments such as ``3``, ``03`` or ``2-6``; all lessons when empty."""
+    """Lesson numbers from arguments such as ``3``, ``03`` or ``2-6``; all lessons when empty.
+
+    Raises UsageError naming the bad value and the lessons that exist.
+    """
     if not values:
         return sorted(available)
+    known = ", ".join(f"{k:02d}" for k in sorted(available)) or "none"
     chosen: list[int] = []
     for value in values:
-        low, _, high = value.partition("-")
+        low, dash, high = value.partition("-")
         try:
-            numbers = range(int(low), int(high or low) + 1)
+            numbers = range(int(low), int(high if dash else low) + 1)
         except ValueError:
-            raise SystemExit(f"error: LESSON must be a number such as 3 or a range such as 2-6; got {value!r}")
+            raise UsageError(f"argument LESSON: must be a number such as 3 or a range such as 2-6; "
+                             f"got {value!r}") from None
+        if not numbers:
+            raise UsageError(f"argument LESSON: range {value!r} runs backwards")
         for n in numbers:
             if n not in available:
-                raise SystemExit(f"error: no notebook for lesson {n}; available: "
-                                 + ", ".join(f"{k:02d}" for k in sorted(available)))
+                raise UsageError(f"argument LESSON: no notebook for lesson {n} (from {value!r}); "
+                                 f"available: {known}")
             if n not in chosen:
                 chosen.append(n)
-    return chosen
+    return sorted(chosen)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ragcourse", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The parser and its sub-parsers by command name."""
+    parser = _Parser(prog="python -m ragcourse", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--jobs", type=jobs_value, default=None, metavar="N",
+                       help="lessons executed at once (default: number of cores)")
+        p.add_argument("lessons", nargs="*", metavar="LESSON", help="3, 03 or 2-6 (default: all)")
+
+    p_run = sub.add_parser("run", help="execute lessons into DIR/notebooks and DIR/figures")
+    p_run.add_argument("--seed", type=seed_value, default=None, metavar="S",
+                       help="SEED for every lesson (default: the notebooks' own, the course seed)")
+    p_run.add_argument("--out", type=out_dir_value, default="build", metavar="DIR",
+                       help="output folder (default: build/)")
+    common(p_run)
+
+    p_fig = sub.add_parser("figures", help="regenerate the project's figures/ at the course seed")
+    common(p_fig)
+
+    p_sweep = sub.add_parser("sweep", help="run lessons at many seeds; collect headline numbers")
+    p_sweep.add_argument("--seeds", type=seeds_value, required=True, metavar="SEEDS",
+                         help="1-20, 1,5,9 or a mix")
+    p_sweep.add_argument("--out", type=out_dir_value, default="build/sweep", metavar="DIR",
+                         help="output folder (default: build/sweep/)")
+    common(p_sweep)
+
     p_refresh = sub.add_parser("refresh", help="re-execute notebooks in place to refresh stored outputs")
-    p_refresh.add_argument("lessons", nargs="*", metavar="LESSON")
+    common(p_refresh)
+    return parser, {"run": p_run, "figures": p_fig, "sweep": p_sweep, "refresh": p_refresh}
+
+
+def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
+         figures_dir: Path = FIGURES_DIR) -> int:
+    """Run the command line; ``notebooks_dir`` and ``figures_dir`` are the project's unless a test says otherwise."""
+    parser, commands = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "refresh":
-        notebooks = lesson_notebooks()
-        for n in parse_lessons(args.lessons, notebooks):
-            print(f"refreshing {notebooks[n].name}", flush=True)
-            refresh(notebooks[n])
-    return 0
+    sub = commands[args.command]
+    notebooks = lesson_notebooks(Path(notebooks_dir))
+    try:
+        lessons = parse_lessons(args.lessons, notebooks)
+    except UsageError as error:
+        sub.error(str(error))
+    if not lessons:
+        sub.error(f"argument LESSON: no lesson notebooks in {notebooks_dir}")
+    chosen = {n: notebooks[n] for n in lessons}
+    started = time.perf_counter()
+
+    if args.command == "run":
+        from .runner import run_lessons, summary_table
+
+        outcomes = run_lessons(chosen, args.out, seed=args.seed, jobs=args.jobs)
+        print(summary_table(outcomes, time.perf_counter() - started))
+        print(f"notebooks in {args.out / 'notebooks'}, figures in {args.out / 'figures'}")
+        return 0 if all(o.ok for o in outcomes) else 1
+
+    if args.command == "figures":
+        from .runner import regenerate_figures, summary_table
+
+        outcomes, written, unchanged, removed = regenerate_figures(
+            chosen, Path(figures_dir), jobs=args.jobs, every_lesson=not args.lessons)
+        print(summary_table(outcomes, time.perf_counter() - started))
+        print(f"{figures_dir}: {len(written)} written, {len(unchanged)} unchanged, {len(removed)} removed"
+              + "".join(f"\n  wrote {name}" for name in written)
+              + "".join(f"\n  removed {name}" for name in removed))
+        return 0 if all(o.ok for o in outcomes) else 1
+
+    if args.command == "sweep":
+        from .sweep import run_sweep
+
+        return run_sweep(chosen, args.seeds, args.out, jobs=args.jobs)
+
+    from .runner import refresh_lessons, summary_table
+
+    outcomes = refresh_lessons(chosen, jobs=args.jobs)
+    print(summary_table(outcomes, time.perf_counter() - started))
+    return 0 if all(o.ok for o in outcomes) else 1
 
 
 if __name__ == "__main__":

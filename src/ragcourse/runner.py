@@ -1,0 +1,737 @@
+"""The batch engine: execute many lesson notebooks at once from one Python process.
+
+One asyncio loop drives every kernel; ``Engine.run`` executes a list of ``Job``s,
+``parallel`` at a time, and returns one ``Outcome`` per job (status, seconds, figures
+written, and for a failure the cell and the error).
+
+* Every notebook gets a new ``python3`` kernel of its own. Kernels are booted ahead:
+  while ``parallel`` notebooks execute, the next ones start and import the modules
+  their notebook imports (one silent request that leaves no trace in the notebook).
+* Booting a kernel costs more CPU than most lessons compute (interpreter, ipykernel,
+  IPython, matplotlib: ~0.8 s). So kernels are forked from a template process that
+  imported those once (see ``_template_main``); each fork is a fresh process with a
+  fresh kernel, shell and namespace. If forking is unavailable or fails, kernels are
+  launched the usual way (``RAGCOURSE_PLAIN_KERNELS=1`` forces that).
+* Parameters are injected exactly as papermill does (``parameterize_notebook``: an
+  ``injected-parameters`` cell after the ``parameters`` cell), then nbclient executes
+  the notebook with ``record_timing`` (per-cell ``execution`` metadata) and merged
+  stream outputs (so the stored text does not depend on flush timing).
+* A finished kernel is killed at once, in the background.
+
+``run_lessons`` serves ``run``, ``figures`` and ``sweep``; ``refresh_lessons`` serves
+``refresh``. Nothing heavy is imported at module import.
+"""
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .notebooks import QUIET_ENV, clean_metadata
+
+KERNEL_NAME = "python3"
+CELL_TIMEOUT = 600
+STARTUP_TIMEOUT = 120
+FIGURE_SUFFIXES = (".svg", ".png")
+FIGURE_PATTERN = re.compile(r"^(\d\d)-.+\.(svg|png)$")
+
+
+# -- what to run and what happened ------------------------------------------------------
+@dataclass(frozen=True)
+class Job:
+    """One notebook to execute.
+
+    ``parameters`` is None to run the notebook as shipped (refresh), else a dict that
+    is injected papermill-style. ``in_place`` jobs store clean outputs (no timing or
+    papermill metadata) back into ``target`` and only when every cell succeeded; other
+    jobs always write the executed notebook, failed or not.
+    """
+
+    lesson: int
+    source: Path
+    target: Path
+    parameters: dict | None = None
+    figures_dir: Path | None = None
+    label: str = ""
+    in_place: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.lesson:02d}"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Where a notebook stopped (cell index in the executed notebook, its first line) and why."""
+
+    cell_index: int | None
+    first_line: str
+    ename: str
+    evalue: str
+
+    def describe(self) -> str:
+        evalue = next((line for line in self.evalue.splitlines() if line.strip()), "")
+        where = "" if self.cell_index is None else f"cell {self.cell_index} `{self.first_line}`: "
+        return f"{where}{self.ename}: {evalue}"
+
+
+@dataclass
+class Outcome:
+    """What happened to one job."""
+
+    job: Job
+    ok: bool
+    seconds: float = 0.0
+    figures: list[str] = field(default_factory=list)
+    failure: Failure | None = None
+
+
+# -- small helpers ------------------------------------------------------------------------
+def default_jobs() -> int:
+    """Number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def kernel_environment() -> dict[str, str]:
+    """Environment of every kernel: the runner's, made quiet and single-threaded (QUIET_ENV)."""
+    env = dict(os.environ)
+    env.update(QUIET_ENV)
+    env.pop("MPLBACKEND", None)
+    return env
+
+
+def _import_notebook_tools():
+    """Import nbformat, nbclient and papermill's notebook functions (on first use only).
+
+    jsonschema, pulled in by nbformat, imports ``rfc3987_syntax`` when it is installed;
+    that module builds a grammar at import and costs about a second. The runner checks
+    no IRI formats, so this process skips that optional module (kernels are unaffected).
+    """
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+    import nbclient
+    import nbformat
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+    return nbformat, nbclient, load_notebook_node, parameterize_notebook
+
+
+def _source(cell) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def imported_modules(nb) -> list[str]:
+    """Absolute module names imported at the top level of the code cells (a notebook or its JSON)."""
+    names: list[str] = []
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse(_source(cell))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names.extend(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.append(node.module)
+    return list(dict.fromkeys(names))
+
+
+def warm_up_code(modules: list[str]) -> str:
+    """Code that imports ``modules`` in a kernel and leaves no name behind."""
+    return ("def __ragcourse_warm_up():\n"
+            "    import importlib\n"
+            f"    for name in {modules!r}:\n"
+            "        try:\n"
+            "            importlib.import_module(name)\n"
+            "        except Exception:\n"
+            "            pass\n"
+            "__ragcourse_warm_up()\n"
+            "del __ragcourse_warm_up\n")
+
+
+def prepare_notebook(job: Job, tools):
+    """Read the job's notebook and inject its parameters the way papermill does."""
+    nbformat, _, load_notebook_node, parameterize_notebook = tools
+    if job.parameters is None:
+        return nbformat.read(job.source, as_version=4)
+    nb = load_notebook_node(str(job.source))
+    nb = parameterize_notebook(nb, job.parameters, kernel_name=KERNEL_NAME, language="python")
+    nb.metadata.papermill["input_path"] = str(job.source)
+    nb.metadata.papermill["output_path"] = str(job.target)
+    return nb
+
+
+def failure_of(nb, error: BaseException, running: int | None) -> Failure:
+    """The failing cell (the one with an error output, else the one running) and the error."""
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                return Failure(index, _first_line(cell), output.get("ename", "Error"), output.get("evalue", ""))
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    first = _first_line(nb.cells[running]) if running is not None else ""
+    return Failure(running, first, type(error).__name__, lines[-1] if lines else "")
+
+
+def _first_line(cell) -> str:
+    return next((line.strip() for line in _source(cell).splitlines() if line.strip()), "")[:80]
+
+
+def figures_written(job: Job, since: float) -> list[str]:
+    """Figure files ``NN-*`` of the job's lesson in its figures folder modified at or after ``since``."""
+    if job.figures_dir is None or not job.figures_dir.is_dir():
+        return []
+    prefix = f"{job.lesson:02d}-"
+    return sorted(p.name for p in job.figures_dir.iterdir()
+                  if p.name.startswith(prefix) and p.suffix in FIGURE_SUFFIXES
+                  and p.stat().st_mtime >= since)
+
+
+# -- the kernel template process ------------------------------------------------------------
+# Modules that hook into the running IPython shell when imported are never preloaded.
+NEVER_PRELOAD = ("matplotlib.pyplot", "matplotlib_inline", "pylab", "IPython")
+MATPLOTLIB_PRELOAD = ["matplotlib", "matplotlib.figure", "matplotlib.image", "matplotlib.backend_bases",
+                      "matplotlib.projections", "matplotlib.axes", "matplotlib.colorbar",
+                      "matplotlib.font_manager", "matplotlib.backends.backend_agg",
+                      "matplotlib.backends.backend_svg", "PIL.PngImagePlugin"]
+KERNEL_PRELOAD = ["ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger"]  # what a kernel imports at start
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def preload_modules(imports: list[str]) -> list[str]:
+    """What the template imports for notebooks that import ``imports``."""
+    chosen: list[str] = []
+    for name in imports:
+        if name.split(".")[0] == "matplotlib":
+            chosen.extend(MATPLOTLIB_PRELOAD)
+        if not name.startswith(NEVER_PRELOAD):
+            chosen.append(name)
+    return list(dict.fromkeys(chosen))
+
+
+def _template_main() -> None:
+    """The template process: import ipykernel and ``sys.argv[1:]``, then fork kernels on request.
+
+    A request is a JSON line on stdin, ``{"args": [...], "env": {...}, "cwd": "..."}``
+    (``args`` as ``ipykernel_launcher`` would get them); the reply is the child's pid.
+    Each child becomes a session leader in ``cwd`` with ``env`` and runs a new kernel.
+    When stdin closes, the template kills the kernels it forked and exits.
+    """
+    import importlib
+    import signal
+    import traceback
+
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]  # as ipykernel_launcher does; IPython puts the kernel's cwd back
+    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)  # what ipykernel sets before user code
+    from ipykernel import kernelapp
+
+    for name in [*KERNEL_PRELOAD, *sys.argv[1:]]:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+
+    def reap(*_) -> None:
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+
+    signal.signal(signal.SIGCHLD, reap)
+    replies = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)
+    children: list[int] = []
+    try:
+        for line in sys.stdin.buffer:
+            request = json.loads(line)
+            pid = os.fork()
+            if pid == 0:  # the kernel
+                status = 0
+                try:
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    os.setsid()
+                    os.dup2(devnull, 0)
+                    replies.close()
+                    os.chdir(request["cwd"])
+                    os.environ.clear()
+                    os.environ.update(request["env"])
+                    os.environ["JPY_PARENT_PID"] = str(os.getppid())
+                    sys.argv = [kernelapp.__file__, *request["args"]]
+                    kernelapp.launch_new_instance()
+                except SystemExit as stop:
+                    status = stop.code if isinstance(stop.code, int) else 0
+                except BaseException:
+                    traceback.print_exc()
+                    status = 1
+                finally:
+                    os._exit(status)
+            children.append(pid)
+            replies.write(f"{pid}\n")
+            replies.flush()
+    finally:
+        for pid in children:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os._exit(0)  # nothing to tear down; skip the slow interpreter shutdown
+
+
+class _ForkedProcess:
+    """The part of ``Popen`` that jupyter_client's LocalProvisioner uses, for a forked kernel."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                self.returncode = -9
+            except PermissionError:
+                pass
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"kernel {self.pid} is still running")
+            time.sleep(0.01)
+        return self.returncode  # type: ignore[return-value]
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(9)
+
+    def terminate(self) -> None:
+        self.send_signal(15)
+
+
+class _Template:
+    """Runner side of the template process: start it once, ask it for kernels."""
+
+    def __init__(self, env: dict[str, str], preload: list[str], cwd: str):
+        self.env, self.preload, self.cwd = env, preload, cwd
+        self.process = None
+        self.lock = asyncio.Lock()
+        self.broken = False
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "from ragcourse.runner import _template_main; _template_main()",
+            *self.preload, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            env=self.env, cwd=self.cwd)
+
+    async def spawn(self, args: list[str], env: dict[str, str], cwd: str) -> int:
+        async with self.lock:
+            if self.broken or self.process is None:
+                raise RuntimeError("no kernel template process")
+            request = json.dumps({"args": args, "env": env, "cwd": cwd}).encode() + b"\n"
+            try:
+                self.process.stdin.write(request)
+                await self.process.stdin.drain()
+                line = await self.process.stdout.readline()
+            except (BrokenPipeError, ConnectionResetError):
+                line = b""
+            if not line.strip():
+                self.broken = True
+                raise RuntimeError("the kernel template process exited")
+            return int(line)
+
+    async def close(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.stdin.close()
+            try:
+                await asyncio.wait_for(self.process.wait(), 5)
+            except asyncio.TimeoutError:
+                self.process.kill()
+                await self.process.wait()
+
+
+def _forking_provisioner(manager, template: _Template):
+    """A LocalProvisioner whose kernel is forked by ``template`` (launched as usual if that fails)."""
+    from jupyter_client.provisioning import LocalProvisioner
+
+    class ForkingProvisioner(LocalProvisioner):
+        async def launch_kernel(self, cmd, **kwargs):
+            if ("ipykernel_launcher" in cmd
+                    and os.path.realpath(cmd[0]) == os.path.realpath(sys.executable)):
+                cwd = str(kwargs.get("cwd") or os.getcwd())
+                try:
+                    pid = await template.spawn(cmd[cmd.index("ipykernel_launcher") + 1:],
+                                               dict(kwargs.get("env") or os.environ), cwd)
+                except Exception:
+                    pass
+                else:
+                    self.process = _ForkedProcess(pid)
+                    self.pid = self.pgid = pid
+                    self.cwd = cwd
+                    return self.connection_info
+            return await super().launch_kernel(cmd, **kwargs)
+
+    return ForkingProvisioner(kernel_id=manager.kernel_id, kernel_spec=manager.kernel_spec, parent=manager)
+
+
+# -- the engine -----------------------------------------------------------------------------
+class _Kernel:
+    """A started kernel and its client; ``kill`` is quick and never raises."""
+
+    def __init__(self, manager, client):
+        self.manager, self.client = manager, client
+
+    async def kill(self) -> None:
+        """SIGKILL the kernel's process group, wait for it in milliseconds, clean its files."""
+        import signal
+
+        try:
+            self.client.stop_channels()
+        except Exception:
+            pass
+        provisioner = self.manager.provisioner
+        try:
+            if provisioner is not None and provisioner.has_process:
+                await provisioner.send_signal(signal.SIGKILL)
+                for _ in range(1000):
+                    if await provisioner.poll() is not None:
+                        break
+                    await asyncio.sleep(0.002)
+        except Exception:
+            pass
+        try:
+            await self.manager.shutdown_kernel(now=True)  # finds it dead: only cleans up
+        except Exception:
+            pass
+
+
+class Engine:
+    """Executes jobs ``parallel`` at a time, with ``ahead`` more kernels booting in advance."""
+
+    def __init__(self, parallel: int, ahead: int | None = None, progress: bool = True,
+                 timeout: int = CELL_TIMEOUT, fork: bool = True):
+        self.parallel = max(1, parallel)
+        self.ahead = self.parallel if ahead is None else max(0, ahead)
+        self.progress = progress
+        self.timeout = timeout
+        self.fork = (fork and hasattr(os, "fork")
+                     and os.environ.get("RAGCOURSE_PLAIN_KERNELS", "") in ("", "0"))
+        self.env = kernel_environment()
+        self.tools = None
+        self.template: _Template | None = None
+        self._context = None
+        self._booting: asyncio.Semaphore | None = None
+        self._count = 0
+
+    def run(self, jobs: list[Job]) -> list[Outcome]:
+        """Execute every job; outcomes in the jobs' order."""
+        jobs = [replace(job, source=job.source.resolve(), target=job.target.resolve()) for job in jobs]
+        bar = _progress_bar(len(jobs), self.progress)
+
+        def done(outcome: Outcome) -> None:
+            if bar is not None:
+                bar.set_postfix_str(f"{outcome.job.name} {'ok' if outcome.ok else 'FAILED'}", refresh=False)
+                bar.update(1)
+
+        try:
+            return asyncio.run(self._run(jobs, done))
+        finally:
+            if bar is not None:
+                bar.close()
+
+    async def _run(self, jobs: list[Job], done) -> list[Outcome]:
+        import jupyter_client.asynchronous  # noqa: F401  (all kernel plumbing, before the thread below)
+        import jupyter_client.manager  # noqa: F401
+        import jupyter_client.provisioning  # noqa: F401
+        import zmq
+        import zmq.asyncio
+
+        background: list = []
+        tasks: list = []
+        # nbclient, nbformat and papermill load in a thread while the first kernels boot
+        tools = asyncio.get_running_loop().run_in_executor(None, _import_notebook_tools)
+        imports = [_raw_imports(job.source) for job in jobs]
+        self._context = zmq.asyncio.Context()
+        self._context.setsockopt(zmq.RECONNECT_IVL, 10)  # reach a booting kernel within 10 ms, not 100
+        with tempfile.TemporaryDirectory(prefix="ragcourse-kernels-") as runtime:
+            try:
+                if self.fork and jobs:
+                    self.template = _Template(self.env, preload_modules(
+                        [name for names in imports for name in names]), runtime)
+                    await self.template.start()
+                alive = asyncio.Semaphore(self.parallel + self.ahead)
+                self._booting = asyncio.Semaphore(self.parallel)
+                running = asyncio.Semaphore(self.parallel)
+                tasks = [asyncio.ensure_future(self._one(job, modules, tools, alive, running, runtime,
+                                                         done, background)) for job, modules in zip(jobs, imports)]
+                return list(await asyncio.gather(*tasks))
+            finally:
+                for task in tasks:
+                    task.cancel()
+                if background:
+                    await asyncio.gather(*background, return_exceptions=True)
+                if self.template is not None:
+                    await self.template.close()
+                self._context.destroy(linger=0)
+
+    async def _one(self, job: Job, modules: list[str], tools, alive: asyncio.Semaphore,
+                   running: asyncio.Semaphore, runtime: str, done, background: list) -> Outcome:
+        async with alive:
+            try:
+                async with self._booting:  # one or few at a time: the first kernels are ready soonest
+                    kernel = await self._start_kernel(job, modules, runtime)
+            except Exception as error:
+                outcome = Outcome(job, False, failure=Failure(None, "", "KernelStartError",
+                                                              f"{type(error).__name__}: {error}"))
+            else:
+                try:
+                    async with running:
+                        self.tools = await tools
+                        try:
+                            nb = prepare_notebook(job, self.tools)
+                        except Exception as error:  # an unreadable notebook fails its own lesson only
+                            outcome = Outcome(job, False, failure=Failure(None, "", type(error).__name__,
+                                                                          str(error)))
+                        else:
+                            outcome = await self._execute(job, nb, kernel)
+                finally:
+                    background.append(asyncio.ensure_future(kernel.kill()))
+        done(outcome)
+        return outcome
+
+    async def _start_kernel(self, job: Job, modules: list[str], runtime: str) -> _Kernel:
+        import uuid
+
+        from jupyter_client.manager import AsyncKernelManager
+
+        self._count += 1
+        manager = AsyncKernelManager(kernel_name=KERNEL_NAME, transport="ipc", context=self._context,
+                                     ip=os.path.join(runtime, f"k{self._count}"))
+        manager.connection_file = os.path.join(runtime, f"kernel-{self._count}.json")
+        manager.kernel_id = str(uuid.uuid4())
+        if self.template is not None:
+            manager.provisioner = _forking_provisioner(manager, self.template)
+        await manager.start_kernel(cwd=str(job.source.parent), env=self.env,
+                                   extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        client = manager.client(context=self._context)
+        kernel = _Kernel(manager, client)
+        try:
+            client.start_channels()
+            await _wait_ready(manager, client, STARTUP_TIMEOUT)
+            client.allow_stdin = False
+            if modules:
+                msg_id = client.execute(warm_up_code(modules), silent=True, store_history=False)
+                while (await client.get_shell_msg(timeout=STARTUP_TIMEOUT))["parent_header"].get("msg_id") != msg_id:
+                    pass
+        except BaseException:
+            await kernel.kill()
+            raise
+        return kernel
+
+    async def _execute(self, job: Job, nb, kernel: _Kernel) -> Outcome:
+        nbformat, nbclient, _, _ = self.tools
+        started_wall, started = time.time(), time.perf_counter()
+        client = nbclient.NotebookClient(
+            nb, km=kernel.manager, kernel_name=KERNEL_NAME, timeout=self.timeout,
+            record_timing=not job.in_place, allow_errors=False, coalesce_streams=True,
+            resources={"metadata": {"path": str(job.source.parent)}})
+        client.kc = kernel.client
+        running: list[int] = []
+        client.on_cell_execute = lambda cell, cell_index: running.append(cell_index)
+        failure = None
+        try:
+            await client.async_execute()
+        except Exception as error:  # CellExecutionError, DeadKernelError, CellTimeoutError, ...
+            failure = failure_of(nb, error, running[-1] if running else None)
+        seconds = time.perf_counter() - started
+        if job.in_place:
+            if failure is None:
+                clean_metadata(nb)
+                nbformat.write(nb, job.target)
+        else:
+            job.target.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, job.target)
+        return Outcome(job, failure is None, seconds, figures_written(job, started_wall - 1.0), failure)
+
+
+async def _wait_ready(manager, client, timeout: float) -> None:
+    """Wait until the kernel answers on shell *and* its iopub messages reach us.
+
+    Like ``client.wait_for_ready`` but polling in milliseconds rather than tenths of a
+    second: a kernel_info request is repeated until one of its iopub status messages
+    arrives, which proves the iopub subscription is connected (no output can be lost).
+    """
+    from queue import Empty
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"kernel did not answer within {timeout:.0f} s")
+        msg_id = client.kernel_info()
+        try:
+            while (await client.get_shell_msg(timeout=0.5))["parent_header"].get("msg_id") != msg_id:
+                pass
+        except Empty:
+            if not await manager.is_alive():
+                raise RuntimeError("kernel died before replying to kernel_info") from None
+            continue
+        try:
+            while (await client.get_iopub_msg(timeout=0.02))["parent_header"].get("msg_id") != msg_id:
+                pass
+            return
+        except Empty:
+            continue
+
+
+def _raw_imports(path: Path) -> list[str]:
+    try:
+        return imported_modules(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def _progress_bar(total: int, wanted: bool):
+    """A tqdm bar over lessons on stderr, or None (not wanted, or tqdm not installed)."""
+    if not wanted or total == 0:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="lesson", desc="lessons", file=sys.stderr, dynamic_ncols=True)
+
+
+# -- the commands' building blocks ------------------------------------------------------------
+def run_lessons(notebooks: dict[int, Path], out_dir: Path, seed: int | None = None,
+                jobs: int | None = None, progress: bool = True) -> list[Outcome]:
+    """Execute ``notebooks`` (lesson -> path) into ``out_dir/notebooks``, figures into ``out_dir/figures``.
+
+    SEED is injected when ``seed`` is given (else the notebook's own default, the course
+    seed, stays). Figure files these lessons left in ``out_dir/figures`` earlier are removed first.
+    """
+    out_dir = Path(out_dir).resolve()
+    figures_dir = out_dir / "figures"
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    remove_lesson_figures(figures_dir, set(notebooks))
+    job_list = []
+    for lesson, path in sorted(notebooks.items()):
+        parameters: dict = {} if seed is None else {"SEED": seed}
+        parameters["FIGURES_DIR"] = str(figures_dir)
+        job_list.append(Job(lesson, path, out_dir / "notebooks" / path.name, parameters, figures_dir))
+    return Engine(jobs or default_jobs(), progress=progress).run(job_list)
+
+
+def refresh_lessons(notebooks: dict[int, Path], jobs: int | None = None,
+                    progress: bool = True) -> list[Outcome]:
+    """Re-execute notebooks in place as shipped (no parameters); store clean outputs on success."""
+    job_list = [Job(lesson, path, path, None, None, in_place=True) for lesson, path in sorted(notebooks.items())]
+    return Engine(jobs or default_jobs(), progress=progress).run(job_list)
+
+
+def lesson_figure_files(folder: Path) -> dict[str, Path]:
+    """Figure files named like ``NN-name.svg|png`` in ``folder``, by name."""
+    if not folder.is_dir():
+        return {}
+    return {p.name: p for p in folder.iterdir()
+            if p.is_file() and FIGURE_PATTERN.match(p.name)}
+
+
+def remove_lesson_figures(folder: Path, lessons: set[int]) -> list[str]:
+    """Remove ``NN-*`` figure files of ``lessons`` from ``folder``; the names removed."""
+    removed = []
+    for name, path in sorted(lesson_figure_files(folder).items()):
+        if int(name[:2]) in lessons:
+            path.unlink()
+            removed.append(name)
+    return removed
+
+
+def sync_figures(fresh: Path, target: Path, lessons: set[int]) -> tuple[list[str], list[str], list[str]]:
+    """Make ``target``'s ``NN-*`` figures of ``lessons`` equal to those in ``fresh``.
+
+    Changed or new files are written (atomically), identical ones left alone, and
+    ``NN-*`` files of these lessons that ``fresh`` no longer holds are removed. Files
+    of other lessons and files not named ``NN-*`` are never touched.
+    Returns (written, unchanged, removed) names.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    new = {name: path for name, path in lesson_figure_files(fresh).items() if int(name[:2]) in lessons}
+    old = {name: path for name, path in lesson_figure_files(target).items() if int(name[:2]) in lessons}
+    written, unchanged, removed = [], [], []
+    for name, path in sorted(new.items()):
+        data = path.read_bytes()
+        if name in old and old[name].read_bytes() == data:
+            unchanged.append(name)
+            continue
+        handle, temporary = tempfile.mkstemp(prefix=f".{name}-", dir=target)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target / name)
+        written.append(name)
+    for name in sorted(set(old) - set(new)):
+        old[name].unlink()
+        removed.append(name)
+    return written, unchanged, removed
+
+
+def regenerate_figures(notebooks: dict[int, Path], figures_dir: Path, jobs: int | None = None,
+                       progress: bool = True, every_lesson: bool = True):
+    """Run ``notebooks`` at the course seed in a temporary folder, then sync their figures into ``figures_dir``.
+
+    Only lessons that ran cleanly are synced. With ``every_lesson`` (all notebooks were
+    given), ``NN-*`` figures of lessons that have no notebook any more are removed too.
+    Returns (outcomes, written, unchanged, removed).
+    """
+    with tempfile.TemporaryDirectory(prefix="ragcourse-figures-") as scratch:
+        outcomes = run_lessons(notebooks, Path(scratch), jobs=jobs, progress=progress)
+        lessons = {o.job.lesson for o in outcomes if o.ok}
+        if every_lesson:
+            lessons |= {int(name[:2]) for name in lesson_figure_files(figures_dir)} - set(notebooks)
+        written, unchanged, removed = sync_figures(Path(scratch) / "figures", figures_dir, lessons)
+    return outcomes, written, unchanged, removed
+
+
+def summary_table(outcomes: list[Outcome], wall: float | None = None) -> str:
+    """Fixed-width table (lesson, status, seconds, figures written), then every failure with cell and error."""
+    width = max([len("lesson")] + [len(o.job.name) for o in outcomes])
+    lines = [f"{'lesson':<{width}}  {'status':<6}  {'seconds':>7}  figures written"]
+    for outcome in outcomes:
+        figures = ", ".join(outcome.figures) if outcome.figures else "-"
+        lines.append(f"{outcome.job.name:<{width}}  {'ok' if outcome.ok else 'FAILED':<6}  "
+                     f"{outcome.seconds:>7.2f}  {figures}")
+    failed = [o for o in outcomes if not o.ok]
+    total = f"{len(outcomes) - len(failed)}/{len(outcomes)} lessons ok"
+    if wall is not None:
+        total += f", {wall:.1f} s wall"
+    lines.append(total)
+    for outcome in failed:
+        reason = outcome.failure.describe() if outcome.failure else "unknown error"
+        lines.append(f"FAILED {outcome.job.name} {outcome.job.source.name}: {reason}")
+    return "\n".join(lines)
+
+
+__all__ = ["Engine", "Job", "Outcome", "Failure", "run_lessons", "refresh_lessons", "regenerate_figures",
+           "sync_figures", "summary_table", "default_jobs"]

@@ -50,3 +50,13 @@ def check_figures_dir(value: object, name: str = "FIGURES_DIR") -> Path | None:
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} must be a folder, but {str(path)!r} is a file")
     return path
+
+
+def check_int_list(name: str, value: object, low: int, high: int, most: int = 8) -> list[int]:
+    """``value`` must be a list or tuple of 1 to ``most`` distinct integers from ``low`` to ``high``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) \
+            or not 1 <= len(value) <= most or not all(_is_integer(v) and low <= v <= high for v in value) \
+            or len(set(value)) != len(value):
+        raise ValueError(f"{name} must be a list of 1 to {most} distinct integers from {low} to {high};"
+                         f" got {value!r}")
+    return list(value)

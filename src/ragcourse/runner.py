@@ -427,6 +427,19 @@ class _Kernel:
             pass
 
 
+class _Loop(asyncio.SelectorEventLoop):
+    """An event loop on which nobody installs signal handlers.
+
+    nbclient installs SIGINT/SIGTERM handlers per notebook that only clean up that one
+    kernel; with several notebooks at once Ctrl-C would then kill one kernel and the
+    batch would go on. Refused here (nbclient tolerates that), Ctrl-C reaches
+    ``asyncio.Runner``, which cancels the whole batch: every kernel is killed.
+    """
+
+    def add_signal_handler(self, sig, callback, *args):
+        raise RuntimeError("the batch engine handles signals itself")
+
+
 class Engine:
     """Executes jobs ``parallel`` at a time, with ``ahead`` more kernels booting in advance."""
 
@@ -456,7 +469,8 @@ class Engine:
                 bar.update(1)
 
         try:
-            return asyncio.run(self._run(jobs, done))
+            with asyncio.Runner(loop_factory=_Loop) as runner:
+                return runner.run(self._run(jobs, done))
         finally:
             if bar is not None:
                 bar.close()
@@ -499,10 +513,15 @@ class Engine:
     async def _one(self, job: Job, modules: list[str], tools, alive: asyncio.Semaphore,
                    running: asyncio.Semaphore, runtime: str, done, background: list) -> Outcome:
         async with alive:
-            try:
-                async with self._booting:  # one or few at a time: the first kernels are ready soonest
-                    kernel = await self._start_kernel(job, modules, runtime)
-            except Exception as error:
+            kernel, error = None, None
+            async with self._booting:  # a few at a time: the first kernels are ready soonest
+                for forked in ([True, False] if self.template is not None else [False]):
+                    try:
+                        kernel = await self._start_kernel(job, modules, runtime, forked)
+                        break
+                    except Exception as problem:  # a forked kernel that fails is retried launched plainly
+                        error = problem
+            if kernel is None:
                 outcome = Outcome(job, False, failure=Failure(None, "", "KernelStartError",
                                                               f"{type(error).__name__}: {error}"))
             else:
@@ -521,7 +540,7 @@ class Engine:
         done(outcome)
         return outcome
 
-    async def _start_kernel(self, job: Job, modules: list[str], runtime: str) -> _Kernel:
+    async def _start_kernel(self, job: Job, modules: list[str], runtime: str, forked: bool) -> _Kernel:
         import uuid
 
         from jupyter_client.manager import AsyncKernelManager
@@ -531,7 +550,7 @@ class Engine:
                                      ip=os.path.join(runtime, f"k{self._count}"))
         manager.connection_file = os.path.join(runtime, f"kernel-{self._count}.json")
         manager.kernel_id = str(uuid.uuid4())
-        if self.template is not None:
+        if forked and self.template is not None:
             manager.provisioner = _forking_provisioner(manager, self.template)
         await manager.start_kernel(cwd=str(job.source.parent), env=self.env,
                                    extra_arguments=["--HistoryManager.hist_file=:memory:"])

@@ -117,12 +117,17 @@ def _import_notebook_tools():
     that module builds a grammar at import and costs about a second. The runner checks
     no IRI formats, so this process skips that optional module (kernels are unaffected).
     """
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
-    import nbclient
-    import nbformat
-    from papermill.iorw import load_notebook_node
-    from papermill.parameterize import parameterize_notebook
+    blocked = "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules
+    if blocked:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # import fails fast
+    try:
+        import nbclient
+        import nbformat
+        from papermill.iorw import load_notebook_node
+        from papermill.parameterize import parameterize_notebook
+    finally:
+        if blocked:
+            del sys.modules["rfc3987_syntax"]  # a later explicit import works as usual
     return nbformat, nbclient, load_notebook_node, parameterize_notebook
 
 
@@ -244,6 +249,8 @@ def _template_main() -> None:
         except Exception:
             pass
 
+    children: set[int] = set()
+
     def reap(*_) -> None:
         while True:
             try:
@@ -252,12 +259,12 @@ def _template_main() -> None:
                 return
             if pid == 0:
                 return
+            children.discard(pid)
 
     signal.signal(signal.SIGCHLD, reap)
     replies = os.fdopen(os.dup(1), "w")
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)
-    children: list[int] = []
     try:
         for line in sys.stdin.buffer:
             request = json.loads(line)
@@ -282,11 +289,11 @@ def _template_main() -> None:
                     status = 1
                 finally:
                     os._exit(status)
-            children.append(pid)
+            children.add(pid)
             replies.write(f"{pid}\n")
             replies.flush()
     finally:
-        for pid in children:
+        for pid in list(children):  # kernels still running (reaped ones were dropped)
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
@@ -380,7 +387,7 @@ def _forking_provisioner(manager, template: _Template):
         async def launch_kernel(self, cmd, **kwargs):
             if ("ipykernel_launcher" in cmd
                     and os.path.realpath(cmd[0]) == os.path.realpath(sys.executable)):
-                cwd = str(kwargs.get("cwd") or os.getcwd())
+                cwd = os.path.abspath(kwargs.get("cwd") or os.getcwd())
                 try:
                     pid = await template.spawn(cmd[cmd.index("ipykernel_launcher") + 1:],
                                                dict(kwargs.get("env") or os.environ), cwd)

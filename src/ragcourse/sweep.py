@@ -149,7 +149,7 @@ def plot_lesson(lesson: int, rows: list[MeasureRow], seeds: list[int], figures_d
     use_house_style()
     columns = min(4, len(rows))
     lines = math.ceil(len(rows) / columns)
-    fig = Figure(figsize=(2.6 * columns + 0.6, 2.9 * lines + 0.7))
+    fig = Figure(figsize=(2.7 * columns + 0.6, 3.1 * lines + 0.7))
     axes = fig.subplots(lines, columns, squeeze=False)
     for ax, row in zip(axes.flat, rows):
         values = [row.values[s] for s in seeds if row.values[s] is not None]
@@ -164,7 +164,7 @@ def plot_lesson(lesson: int, rows: list[MeasureRow], seeds: list[int], figures_d
         ax.set_title(row.measure, fontsize=10, fontweight="normal", loc="center")
         ax.set_xticks([])
         ax.set_xlim(-0.6, 0.6)
-        ax.set_xlabel(f"mean {_short(row.mean)}, range {_short(row.low)} to {_short(row.high)}", fontsize=9)
+        ax.set_xlabel(f"mean {_short(row.mean)}\nrange {_short(row.low)} to {_short(row.high)}", fontsize=9)
         ax.margins(y=0.12)
     for ax in list(axes.flat)[len(rows):]:
         ax.set_visible(False)

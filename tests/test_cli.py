@@ -147,6 +147,8 @@ def test_the_module_entry_point_exits_2_on_a_bad_lesson():
 
 # -- run -------------------------------------------------------------------------------
 def test_a_chosen_lesson_runs_alone_with_papermill_style_parameters(lesson_folder, tmp_path):
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "02-from-an-earlier-run.svg").write_text("<svg/>")  # stale: removed
     with _Capture() as capture:
         status = main(["run", "--out", str(tmp_path), "--seed", "7", "02"], notebooks_dir=lesson_folder)
     assert status == 0, capture.text

@@ -655,12 +655,16 @@ def run_lessons(notebooks: dict[int, Path], out_dir: Path, seed: int | None = No
     """Execute ``notebooks`` (lesson -> path) into ``out_dir/notebooks``, figures into ``out_dir/figures``.
 
     SEED is injected when ``seed`` is given (else the notebook's own default, the course
-    seed, stays). Figure files these lessons left in ``out_dir/figures`` earlier are removed first.
+    seed, stays). What an earlier run left in ``out_dir`` for these lessons (``NN-*``
+    notebooks and figures) is removed first; other lessons' files stay.
     """
     out_dir = Path(out_dir).resolve()
     figures_dir = out_dir / "figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
     remove_lesson_figures(figures_dir, set(notebooks))
+    for lesson in notebooks:
+        for stale in (out_dir / "notebooks").glob(f"{lesson:02d}-*.ipynb"):
+            stale.unlink()
     job_list = []
     for lesson, path in sorted(notebooks.items()):
         parameters: dict = {} if seed is None else {"SEED": seed}

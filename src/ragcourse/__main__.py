@@ -122,7 +122,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def common(p: argparse.ArgumentParser) -> None:
+    def common(p: argparse.ArgumentParser, out: str | None = None) -> None:
+        if out is not None:
+            p.add_argument("--out", type=out_dir_value, default=out, metavar="DIR",
+                           help=f"output folder (default: {out}/)")
         p.add_argument("--jobs", type=jobs_value, default=None, metavar="N",
                        help="lessons executed at once (default: number of cores)")
         p.add_argument("lessons", nargs="*", metavar="LESSON", help="3, 03 or 2-6 (default: all)")
@@ -130,20 +133,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     p_run = sub.add_parser("run", help="execute lessons into DIR/notebooks and DIR/figures")
     p_run.add_argument("--seed", type=seed_value, default=None, metavar="S",
                        help="SEED for every lesson (default: the notebooks' own, the course seed)")
-    p_run.add_argument("--out", type=out_dir_value, default="build", metavar="DIR",
-                       help="output folder (default: build/)")
-    common(p_run)
-
+    common(p_run, out="build")
     p_fig = sub.add_parser("figures", help="regenerate the project's figures/ at the course seed")
     common(p_fig)
-
     p_sweep = sub.add_parser("sweep", help="run lessons at many seeds; collect headline numbers")
     p_sweep.add_argument("--seeds", type=seeds_value, required=True, metavar="SEEDS",
                          help="1-20, 1,5,9 or a mix")
-    p_sweep.add_argument("--out", type=out_dir_value, default="build/sweep", metavar="DIR",
-                         help="output folder (default: build/sweep/)")
-    common(p_sweep)
-
+    common(p_sweep, out="build/sweep")
     p_refresh = sub.add_parser("refresh", help="re-execute notebooks in place to refresh stored outputs")
     common(p_refresh)
     return parser, {"run": p_run, "figures": p_fig, "sweep": p_sweep, "refresh": p_refresh}

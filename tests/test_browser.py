@@ -210,7 +210,7 @@ class LabServer:
 
 # ------------------------------------------------------------------------------ fixtures
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def sync_playwright_api():
     if not CHROMIUM.exists():
         _browser_unavailable(f"{CHROMIUM} is not installed",
@@ -223,7 +223,7 @@ def sync_playwright_api():
     return sync_playwright
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium(sync_playwright_api, tmp_path_factory):
     home = tmp_path_factory.mktemp("browser-home")  # crash reports and caches stay in here
     env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
@@ -235,7 +235,7 @@ def chromium(sync_playwright_api, tmp_path_factory):
         browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab_server(chromium, tmp_path_factory):
     server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
     try:

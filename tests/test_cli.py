@@ -278,3 +278,19 @@ def test_refresh_stores_clean_outputs_and_leaves_a_failing_notebook_untouched(tm
     assert "".join(code[2]["outputs"][0]["text"]) == "seed 20260218\n"
     assert any("image/png" in o.get("data", {}) for o in code[3]["outputs"])
     assert not list(tmp_path.glob("*.svg")), "FIGURES_DIR stays None: no file written"
+
+
+def test_the_engine_runs_from_inside_a_running_event_loop(tmp_path):
+    """A notebook cell or a Playwright session already runs a loop; the batch must still run."""
+    import asyncio
+
+    from ragcourse.runner import run_lessons
+
+    notebook = tiny_figure_notebook(tmp_path / "02-tiny.ipynb")
+
+    async def inside_a_loop():
+        return run_lessons({2: notebook}, tmp_path / "out", seed=11, jobs=1, progress=False)
+
+    outcomes = asyncio.run(inside_a_loop())
+    assert [o.ok for o in outcomes] == [True]
+    assert (tmp_path / "out" / "figures" / "02-tiny.svg").is_file()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import concurrent.futures
 import json
 import os
 import re
@@ -434,6 +435,15 @@ class _Kernel:
             pass
 
 
+def _loop_running_here() -> bool:
+    """Whether an asyncio event loop is already running in this thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class _Loop(asyncio.SelectorEventLoop):
     """An event loop on which nobody installs signal handlers.
 
@@ -475,9 +485,17 @@ class Engine:
                 bar.set_postfix_str(f"{outcome.job.name} {'ok' if outcome.ok else 'FAILED'}", refresh=False)
                 bar.update(1)
 
-        try:
+        def execute() -> list[Outcome]:
             with asyncio.Runner(loop_factory=_Loop) as runner:
                 return runner.run(self._run(jobs, done))
+
+        try:
+            if _loop_running_here():
+                # Called from code that already runs an event loop (a notebook cell, a
+                # Playwright session): the batch gets its own loop in a worker thread.
+                with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragcourse-batch") as pool:
+                    return pool.submit(execute).result()
+            return execute()
         finally:
             if bar is not None:
                 bar.close()

@@ -23,6 +23,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .runner import Engine, Job, Outcome, default_jobs, summary_table
 
@@ -111,12 +112,18 @@ def write_csv(rows: list[MeasureRow], seeds: list[int], path: Path) -> None:
     path.write_text(buffer.getvalue())
 
 
-def _short(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value == int(value) and abs(value) < 1e9:
-        return str(int(value))
-    return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+def number_format(values: list[float]) -> Callable[[float | None], str]:
+    """One format for a measure's numbers: whole numbers when every value is whole, else 4 decimals."""
+    whole = all(float(v).is_integer() and abs(v) < 1e9 for v in values)
+    large = any(abs(v) >= 1000 for v in values)
+
+    def show(value: float | None) -> str:
+        if value is None:
+            return "-"
+        if whole:
+            return str(int(value)) if float(value).is_integer() else f"{value:.1f}"
+        return f"{value:.1f}" if large else f"{value:.4f}"
+    return show
 
 
 def format_table(rows: list[MeasureRow], seeds: list[int], per_seed_limit: int = 8) -> str:
@@ -125,10 +132,11 @@ def format_table(rows: list[MeasureRow], seeds: list[int], per_seed_limit: int =
     header = ["lesson", "measure", "mean", "min", "max", "n"] + ([f"seed {s}" for s in seeds] if show_seeds else [])
     body = []
     for row in rows:
-        cells = [f"{row.lesson:02d}", row.measure, _short(row.mean), _short(row.low), _short(row.high),
+        show = number_format(row.present)
+        cells = [f"{row.lesson:02d}", row.measure, show(row.mean), show(row.low), show(row.high),
                  str(len(row.present))]
         if show_seeds:
-            cells += [_short(row.values[s]) for s in seeds]
+            cells += [show(row.values[s]) for s in seeds]
         body.append(cells)
     widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]
     lines = []
@@ -164,7 +172,8 @@ def plot_lesson(lesson: int, rows: list[MeasureRow], seeds: list[int], figures_d
         ax.set_title(row.measure, fontsize=10, fontweight="normal", loc="center")
         ax.set_xticks([])
         ax.set_xlim(-0.6, 0.6)
-        ax.set_xlabel(f"mean {_short(row.mean)}\nrange {_short(row.low)} to {_short(row.high)}", fontsize=9)
+        show = number_format(values)
+        ax.set_xlabel(f"mean {show(row.mean)}\nrange {show(row.low)} to {show(row.high)}", fontsize=9)
         ax.margins(y=0.12)
     for ax in list(axes.flat)[len(rows):]:
         ax.set_visible(False)

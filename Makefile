@@ -34,7 +34,7 @@ refresh: $(STAMP)
 
 ## All tests: package, nbval, documented outputs, hygiene, other seeds, command line, browser
 test: $(STAMP)
-	TQDM_DISABLE=1 $(PY) -m pytest --nbval --nbval-current-env -p no:cacheprovider tests notebooks
+	TQDM_DISABLE=1 $(PY) -m pytest -ra --nbval --nbval-current-env -p no:cacheprovider tests notebooks
 
 ## Package tests only (seconds)
 test-fast: $(STAMP)

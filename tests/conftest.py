@@ -59,13 +59,13 @@ def notebooks() -> dict[int, Path]:
     return lesson_notebooks()
 
 
-def notebook_or_skip(lesson: int) -> Path:
-    """The lesson's notebook; skip the test while the lesson has not been written."""
+def lesson_notebook(lesson: int) -> Path:
+    """The lesson's notebook; all sixteen exist, so a missing one fails the test."""
     path = lesson_notebooks().get(lesson)
     if path is None:
-        pytest.skip(f"lesson {lesson:02d} has no notebook yet")
+        pytest.fail(f"lesson {lesson:02d} has no notebook notebooks/{lesson:02d}-*.ipynb")
     return path
 
 
 __all__ = ["ALL_LESSONS", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "blocks_in_order",
-           "documented_blocks", "normalise_block", "notebook_or_skip", "stored_stdout"]
+           "documented_blocks", "normalise_block", "lesson_notebook", "stored_stdout"]

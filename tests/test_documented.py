@@ -1,7 +1,7 @@
 """The course's printed blocks appear verbatim, in order, in each lesson's stored outputs."""
 import pytest
 
-from conftest import ALL_LESSONS, blocks_in_order, documented_blocks, notebook_or_skip, stored_stdout
+from conftest import ALL_LESSONS, blocks_in_order, documented_blocks, lesson_notebook, stored_stdout
 
 
 def test_there_are_38_documented_blocks():
@@ -10,7 +10,7 @@ def test_there_are_38_documented_blocks():
 
 @pytest.mark.parametrize("lesson", ALL_LESSONS, ids=lambda n: f"lesson{n:02d}")
 def test_stored_outputs_contain_every_documented_block_in_order(lesson):
-    path = notebook_or_skip(lesson)
+    path = lesson_notebook(lesson)
     blocks = documented_blocks(lesson)
     found = blocks_in_order(stored_stdout(path), blocks)
     missing = [i + 1 for i, ok in enumerate(found) if not ok]

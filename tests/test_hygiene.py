@@ -4,13 +4,13 @@ import re
 
 import pytest
 
-from conftest import ALL_LESSONS, notebook_or_skip
+from conftest import ALL_LESSONS, lesson_notebook
 
 TIMING_KEYS = ("papermill", "execution", "ExecuteTime")
 
 
 def load(lesson):
-    path = notebook_or_skip(lesson)
+    path = lesson_notebook(lesson)
     return path, json.loads(path.read_text())
 
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import ALL_LESSONS, notebook_or_skip, stored_stdout
+from conftest import ALL_LESSONS, lesson_notebook, stored_stdout
 
 pytestmark = pytest.mark.notebooks
 OTHER_SEED = 4242
@@ -18,7 +18,7 @@ def execute(path, out, parameters):
 
 @pytest.mark.parametrize("lesson", ALL_LESSONS, ids=lambda n: f"lesson{n:02d}")
 def test_runs_clean_at_another_seed(lesson, tmp_path):
-    path = notebook_or_skip(lesson)
+    path = lesson_notebook(lesson)
     out = tmp_path / path.name
     execute(path, out, {"SEED": OTHER_SEED, "FIGURES_DIR": str(tmp_path / "figures")})
     nb = json.loads(out.read_text())
@@ -36,7 +36,7 @@ def test_runs_clean_at_another_seed(lesson, tmp_path):
 def test_bad_seed_fails_right_after_the_parameters(lesson, bad, tmp_path):
     import papermill
 
-    path = notebook_or_skip(lesson)
+    path = lesson_notebook(lesson)
     out = tmp_path / path.name
     with pytest.raises(papermill.PapermillExecutionError) as failure:
         execute(path, out, {"SEED": bad})

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from .embedding import cosine
+from .params import check_int
 from .rng import make_rng
 
 Vector = Sequence[float]
@@ -31,12 +32,6 @@ Vector = Sequence[float]
 
 def _freeze(vectors: Sequence[Vector]) -> tuple[tuple[float, ...], ...]:
     return tuple(tuple(v) for v in vectors)
-
-
-def _check_count(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name} must be an integer from {low} to {high}; got {value!r}")
-    return value
 
 
 def rank_candidates(query_vector: Vector, vectors: Sequence[Vector], candidates: Sequence[int]) -> list[int]:
@@ -61,7 +56,7 @@ class SearchResult:
 
 def draw_representatives(n_vectors: int, buckets: int, seed: int) -> list[int]:
     """Distinct document numbers drawn from ``seed`` until there are ``buckets`` of them."""
-    _check_count("buckets", buckets, 1, n_vectors)
+    check_int("buckets", buckets, 1, n_vectors)
     draw, representatives = make_rng(seed), []
     while len(representatives) < buckets:
         candidate = int(draw() * n_vectors)
@@ -101,7 +96,7 @@ class BucketIndex:
 
     def candidates(self, query_vector: Vector, probes: int) -> list[int]:
         """Members of the ``probes`` nearest buckets, bucket by bucket in probe order."""
-        _check_count("probes", probes, 1, max(1, self.n_buckets))
+        check_int("probes", probes, 1, max(1, self.n_buckets))
         return [i for b in self.bucket_order(query_vector)[:probes] for i in self.members[b]]
 
     def search(self, query_vector: Vector, probes: int, k: int,
@@ -112,7 +107,7 @@ class BucketIndex:
         a document it rejects never becomes a candidate, so it is neither compared nor
         ranked. Comparisons are the representatives plus the candidates.
         """
-        _check_count("k", k, 1, max(1, len(self.vectors)))
+        check_int("k", k, 1, max(1, len(self.vectors)))
         candidates = self.candidates(query_vector, probes)
         if keep is not None:
             candidates = [i for i in candidates if keep(i)]
@@ -172,7 +167,7 @@ class NeighbourGraph:
 
     def reachable_from(self, entry: int = 0) -> set[int]:
         """The documents a walk can reach from ``entry`` by following edges (``entry`` included)."""
-        _check_count("entry", entry, 0, len(self.neighbours) - 1)
+        check_int("entry", entry, 0, len(self.neighbours) - 1)
         seen, stack = {entry}, [entry]
         while stack:
             for j in self.neighbours[stack.pop()]:
@@ -193,8 +188,8 @@ class NeighbourGraph:
         Stop when the best-scored node has already been expanded. Return the ``k``
         best-scored nodes (ties in the order they were first scored).
         """
-        _check_count("entry", entry, 0, len(self.neighbours) - 1)
-        _check_count("k", k, 1, max(1, len(self.neighbours)))
+        check_int("entry", entry, 0, len(self.neighbours) - 1)
+        check_int("k", k, 1, max(1, len(self.neighbours)))
         scores = {entry: cosine(query_vector, self.vectors[entry])}
         expanded: list[int] = []
         done: set[int] = set()
@@ -218,7 +213,7 @@ def build_graph(vectors: Sequence[Vector], degree: int,
                 ranking: Sequence[Sequence[int]] | None = None) -> NeighbourGraph:
     """Link each vector to its ``degree`` nearest others; pass ``ranking`` (from ``neighbour_ranking``) to reuse it."""
     frozen = _freeze(vectors)
-    _check_count("degree", degree, 0, max(0, len(frozen) - 1))
+    check_int("degree", degree, 0, max(0, len(frozen) - 1))
     if ranking is None:
         ranking = neighbour_ranking(frozen)
     elif len(ranking) != len(frozen):

@@ -6,6 +6,7 @@ the course's strides, so the same SEED gives the same world in every lesson.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from .concepts import CLASS_CODES, CLASS_WEIGHTS, CLASSES, Edition
 from .rng import make_rng, pick
@@ -81,17 +82,24 @@ def build_documents(seed: int, edition: Edition, n: int = N_DOCUMENTS) -> list[D
     return documents
 
 
-def build_queries(seed: int, edition: Edition, documents: list[Document],
-                  n: int = N_QUERIES) -> list[Query]:
-    """Draw the query set: a document's main concept in query-side form plus a filler word."""
-    queries = []
+def draw_query_sources(seed: int, edition: Edition, documents: Sequence[Document],
+                       n: int = N_QUERIES) -> list[tuple[Document, str]]:
+    """The draws behind the query set: a source document and a filler word per query, in order."""
+    sources = []
     for i in range(n):
         draw = make_rng(seed + QUERY_STRIDE * i)
         document = documents[int(draw() * len(documents))]
         filler = edition.filler_words[int(draw() * len(edition.filler_words))]
-        queries.append(Query(text=f"{edition.concept(document.main).query_form} {filler}",
-                             label=document.label, concept=document.main))
-    return queries
+        sources.append((document, filler))
+    return sources
+
+
+def build_queries(seed: int, edition: Edition, documents: list[Document],
+                  n: int = N_QUERIES) -> list[Query]:
+    """Draw the query set: a document's main concept in query-side form plus a filler word."""
+    return [Query(text=f"{edition.concept(document.main).query_form} {filler}",
+                  label=document.label, concept=document.main)
+            for document, filler in draw_query_sources(seed, edition, documents, n)]
 
 
 def paragraph_chunks(documents: list[Document], edition: Edition) -> list[Chunk]:

@@ -1,7 +1,7 @@
 """Lesson 06's three query classes and the searchable text that carries a document's code.
 
 The same forty draws (a source document and a filler word per query, from SEED with the
-course's query stride) are phrased three ways:
+course's query stride: ``ragcourse.corpus.draw_query_sources``) are phrased three ways:
 
 * ``subscriber``: the main concept's query-side form and the filler (the usual query set);
 * ``document``: the main concept's document-side form and the filler;
@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .concepts import Edition
-from .corpus import N_QUERIES, QUERY_STRIDE, Document
-from .rng import make_rng
+from .corpus import N_QUERIES, Document, draw_query_sources
 
 QUERY_CLASS_NAMES: tuple[str, ...] = ("subscriber", "document", "code")
 CODE_QUERY_SUFFIX = "numbered document"
@@ -55,12 +54,7 @@ def draw_query_classes(seed: int, edition: Edition, documents: Sequence[Document
     """The three classes of ``n`` queries each, keyed by class name in course order."""
     if not documents:
         raise ValueError("documents must not be empty")
-    draws = []
-    for i in range(n):
-        draw = make_rng(seed + QUERY_STRIDE * i)
-        document = documents[int(draw() * len(documents))]
-        filler = edition.filler_words[int(draw() * len(edition.filler_words))]
-        draws.append((document, filler))
+    draws = draw_query_sources(seed, edition, documents, n)
     return {name: [ClassQuery(text=class_query_text(name, document, filler, edition), query_class=name,
                               concept=document.main, code=document.code)
                    for document, filler in draws]

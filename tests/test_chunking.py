@@ -90,11 +90,3 @@ def test_count_whole():
 def test_bad_settings_are_refused(size, overlap, message):
     with pytest.raises(ValueError, match=message):
         token_windows(["a", "b"], size, overlap)
-
-
-def test_tag_chunk_matches_paragraph_chunks(documents):
-    from ragcourse.chunking import tag_chunk
-    from ragcourse.corpus import paragraph_chunks
-    by_hand = [tag_chunk(d, p, SECOND_EDITION) for d in documents for p in d.paragraphs]
-    assert by_hand == paragraph_chunks(documents, SECOND_EDITION)
-    assert tag_chunk(documents[0], "no surface here", SECOND_EDITION).concepts == ()

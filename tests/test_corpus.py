@@ -1,7 +1,7 @@
 from collections import Counter
 
 from ragcourse.concepts import CLASSES, FIRST_EDITION, SECOND_EDITION
-from ragcourse.corpus import build_world, paragraph_chunks
+from ragcourse.corpus import build_world, paragraph_chunks, tag_chunk
 
 SEED = 20260218
 
@@ -50,3 +50,14 @@ def test_second_edition_chunks_tag_the_concepts_they_name():
     for chunk in chunks[:50]:
         for key in chunk.concepts:
             assert SECOND_EDITION.concept(key).document_form in chunk.text
+
+
+def test_tag_chunk_keeps_the_document_and_tags_every_form_it_holds_in_axis_order():
+    document = build_world(SEED, SECOND_EDITION).documents[0]
+    chunk = tag_chunk(document, "pressure drop for note goes with line leak and is filed", SECOND_EDITION)
+    assert (chunk.code, chunk.label, chunk.main) == (document.code, document.label, document.main)
+    assert chunk.concepts == ("leak", "pressure")
+    assert tag_chunk(document, "water escaping note", SECOND_EDITION).concepts == ()   # query forms do not count
+    first = paragraph_chunks([document], SECOND_EDITION)[0]
+    assert (first.text, first.concepts) == (
+        "filter replacement for term goes with filter replacement and is filed", ("filter",))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .concepts import Edition
-from .corpus import Chunk, Document
+from .corpus import Document
 from .text import tokenize
 
 Span = tuple[int, int]
@@ -87,9 +87,3 @@ def count_whole(relations: Sequence[Span], spans: Sequence[Span]) -> int:
     """How many relations lie entirely inside at least one of the chunk spans."""
     return sum(any(start <= first and last <= end for start, end in spans)
                for first, last in relations)
-
-
-def tag_chunk(document: Document, text: str, edition: Edition) -> Chunk:
-    """A piece of ``document``'s text as a ``Chunk``, tagged with the concepts whose document form it holds."""
-    return Chunk(code=document.code, label=document.label, main=document.main, text=text,
-                 concepts=tuple(c.key for c in edition.concepts if c.document_form in text))

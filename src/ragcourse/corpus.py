@@ -102,11 +102,15 @@ def build_queries(seed: int, edition: Edition, documents: list[Document],
             for document, filler in draw_query_sources(seed, edition, documents, n)]
 
 
+def tag_chunk(document: Document, text: str, edition: Edition) -> Chunk:
+    """A piece of ``document``'s text as a ``Chunk``, tagged with the concepts whose document form it holds."""
+    return Chunk(code=document.code, label=document.label, main=document.main, text=text,
+                 concepts=tuple(c.key for c in edition.concepts if c.document_form in text))
+
+
 def paragraph_chunks(documents: list[Document], edition: Edition) -> list[Chunk]:
     """One chunk per paragraph (the source's own boundary), tagged with the concepts it names."""
-    return [Chunk(code=d.code, label=d.label, main=d.main, text=p,
-                  concepts=tuple(c.key for c in edition.concepts if c.document_form in p))
-            for d in documents for p in d.paragraphs]
+    return [tag_chunk(d, p, edition) for d in documents for p in d.paragraphs]
 
 
 def relevant_counts(documents: list[Document], edition: Edition) -> dict[str, int]:

@@ -1,6 +1,6 @@
 import pytest
 
-from ragcourse.concepts import CLASSES, FIRST_EDITION, SECOND_EDITION, edition_for_lesson
+from ragcourse.concepts import CLASSES, FIRST_EDITION, SECOND_EDITION
 from ragcourse.text import tokenize
 
 
@@ -18,11 +18,3 @@ def test_editions_differ_where_the_course_differs():
     assert SECOND_EDITION.concept("tier").document_form == "tier limit"
     assert FIRST_EDITION.filler_words[1] == "region" and SECOND_EDITION.filler_words[1] == "area"
     assert SECOND_EDITION.keys[:4] == ["tier", "unit", "account", "switch"]
-
-
-def test_edition_for_lesson():
-    assert edition_for_lesson(1) is FIRST_EDITION
-    assert edition_for_lesson(6) is FIRST_EDITION
-    assert edition_for_lesson(7) is SECOND_EDITION
-    with pytest.raises(ValueError, match="lesson"):
-        edition_for_lesson(17)

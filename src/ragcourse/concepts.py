@@ -112,10 +112,3 @@ SECOND_EDITION = Edition(
     filler_words=("entry", "area", "term", "task", "form", "okay", "note"),
     paragraph_template="{concept} for {filler} goes with {main} and is filed",
 )
-
-
-def edition_for_lesson(lesson: int) -> Edition:
-    """The edition a lesson number (1-16) runs on."""
-    if not 1 <= lesson <= 16:
-        raise ValueError(f"lesson must be an integer from 1 to 16; got {lesson!r}")
-    return FIRST_EDITION if lesson <= 6 else SECOND_EDITION

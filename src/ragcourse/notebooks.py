@@ -1,12 +1,10 @@
-"""Finding, executing and cleaning the lesson notebooks.
+"""Finding the lesson notebooks and cleaning their metadata.
 
-``refresh`` re-executes notebooks in place (a fresh kernel, top to bottom) so their
-stored outputs are exactly what a student sees, and leaves no timing or papermill
-metadata behind.
+Executing them (``run``, ``figures``, ``sweep``, ``refresh``) is ``ragcourse.runner``'s job;
+it starts every kernel with ``QUIET_ENV`` and stores outputs after ``clean_metadata``.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -38,24 +36,3 @@ def clean_metadata(nb) -> None:
             cell.metadata.pop(key, None)
         if cell.cell_type == "code":
             cell.metadata.pop("collapsed", None)
-
-
-def set_quiet_environment() -> None:
-    """Environment for reproducible kernels: no progress bars, one BLAS thread, the project's kernel."""
-    for key, value in QUIET_ENV.items():
-        os.environ.setdefault(key, value)
-    os.environ.pop("MPLBACKEND", None)
-
-
-def refresh(path: Path, timeout: int = 600) -> None:
-    """Execute ``path`` in place in a fresh kernel and store clean outputs."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    set_quiet_environment()
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=timeout, record_timing=False,
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
-    clean_metadata(nb)
-    nbformat.write(nb, path)

@@ -27,8 +27,3 @@ def record_headline(lesson: int, numbers: dict[str, float], results_dir: str | o
         stream.write("\n")
     os.replace(temporary, target)
     return target
-
-
-def read_headline(path: str | os.PathLike) -> dict:
-    """Load one headline file written by ``record_headline``."""
-    return json.loads(Path(path).read_text())

@@ -1,6 +1,7 @@
 import pytest
 
-from ragcourse.params import check_choice, check_figures_dir, check_int, check_seed
+from ragcourse.params import (check_choice, check_figures_dir, check_int, check_non_negative_int,
+                              check_positive_int, check_seed)
 from ragcourse.tables import Column, format_header, format_row, print_table
 
 COLUMNS = [Column("setup", 16, "", "<"), Column("precision", 9, ".4f"), Column("recall", 7, ".4f")]
@@ -50,3 +51,13 @@ def test_figures_dir_refuses_a_file(tmp_path):
     with pytest.raises(ValueError, match="FIGURES_DIR must be None or a folder path"):
         check_figures_dir(3)
     assert check_figures_dir(str(tmp_path)) == tmp_path
+
+
+def test_positive_and_non_negative_counts():
+    assert check_positive_int("k", 1) == 1 and check_non_negative_int("n", 0) == 0
+    for bad in (0, -1, 2.0, True, "3", None):
+        with pytest.raises(ValueError, match=r"^k must be a positive integer; got "):
+            check_positive_int("k", bad)
+    for bad in (-1, 1.0, False, "0", None):
+        with pytest.raises(ValueError, match=r"^n must be a non-negative integer; got "):
+            check_non_negative_int("n", bad)

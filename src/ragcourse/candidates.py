@@ -15,12 +15,8 @@ from typing import Any, Sequence
 
 from .concepts import Edition
 from .corpus import Query
+from .params import check_positive_int
 from .pipeline import HybridRetriever, IndexedChunk, is_relevant
-
-
-def _check_k(k: object) -> None:
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"k must be a positive integer; got {k!r}")
 
 
 def _check_pairs(lists: Sequence[Any], queries: Sequence[Query], what: str) -> None:
@@ -33,7 +29,7 @@ def _check_pairs(lists: Sequence[Any], queries: Sequence[Query], what: str) -> N
 def candidate_lists(retriever: HybridRetriever, queries: Sequence[Query],
                     depth: int) -> list[list[IndexedChunk]]:
     """Each query's ``depth`` best chunks, best first, from one retrieval per query."""
-    _check_k(depth)
+    check_positive_int("k", depth)
     return [retriever.retrieve(query.text, depth) for query in queries]
 
 
@@ -46,7 +42,7 @@ def target_set_sizes(chunks: Sequence[IndexedChunk], queries: Sequence[Query],
 def recall_at(lists: Sequence[Sequence[IndexedChunk]], queries: Sequence[Query],
               edition: Edition, k: int) -> float:
     """Share of queries with at least one relevant chunk among the first ``k`` of their list."""
-    _check_k(k)
+    check_positive_int("k", k)
     _check_pairs(lists, queries, "lists")
     found = sum(any(is_relevant(chunk, query, edition) for chunk in chunks[:k])
                 for chunks, query in zip(lists, queries))
@@ -56,7 +52,7 @@ def recall_at(lists: Sequence[Sequence[IndexedChunk]], queries: Sequence[Query],
 def precision_at(lists: Sequence[Sequence[IndexedChunk]], queries: Sequence[Query],
                  edition: Edition, k: int) -> float:
     """Mean over queries of (relevant chunks among the first ``k``) / ``k``."""
-    _check_k(k)
+    check_positive_int("k", k)
     _check_pairs(lists, queries, "lists")
     return sum(sum(is_relevant(chunk, query, edition) for chunk in chunks[:k]) / k
                for chunks, query in zip(lists, queries)) / len(queries)

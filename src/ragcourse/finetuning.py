@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 
 from .concepts import Edition
 from .corpus import Chunk, Document, paragraph_chunks
+from .params import check_non_negative_int
 from .rng import make_rng
 
 STAMP_STRIDE = 31
@@ -54,8 +55,7 @@ def validity_stamps(seed: int, edition: Edition, refresh_share: float = REFRESH_
 
 def training_examples(seed: int, documents: Sequence[Document], n: int = TRAINING_SIZE) -> list[str]:
     """``n`` labelled examples: the main concept of one drawn document each, in draw order."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ValueError(f"n must be a non-negative integer; got {n!r}")
+    check_non_negative_int("n", n)
     if not documents:
         raise ValueError("training_examples needs at least one document")
     return [documents[int(make_rng(seed + TRAINING_STRIDE * (i + 1))() * len(documents))].main

@@ -21,6 +21,7 @@ from typing import Protocol, Sequence
 from .corpus import Query
 from .embedding import EmbeddingModel, cosine
 from .llm import CONTEXT_OVERFLOW, ConceptLinker, Response
+from .params import check_positive_int
 from .pipeline import link_instruction, link_prompt
 from .search import top_k
 
@@ -41,8 +42,7 @@ def retrieve_top_k(model: EmbeddingModel, texts: Sequence[str], queries: Sequenc
     the same concepts share a vector); equal vectors give equal scores, so the ranking equals
     the exhaustive one, ties by index included.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer; got {k!r}")
+    check_positive_int("k", k)
     vector_of_text = {text: tuple(model.embed(text)) for text in dict.fromkeys(texts)}
     number_of_vector = {vector: n for n, vector in enumerate(dict.fromkeys(vector_of_text.values()))}
     distinct_vectors = list(number_of_vector)

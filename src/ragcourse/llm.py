@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .concepts import Edition
+from .params import check_non_negative_int
 from .pipeline import CodedChunk, answer_prompt
 from .rng import Draw, make_rng, pick
 from .text import tokenize, trace_id
@@ -150,8 +151,7 @@ class SimulatedModel:
 
     def __init__(self, edition: Edition, seed: int, *, temperature: float, window: int | None,
                  rate_limit_every: int | None, counter: CallCounter | None = None):
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+        check_non_negative_int("seed", seed)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
                 or not temperature >= 0:
             raise ValueError(f"temperature must be a number >= 0; got {temperature!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .params import check_non_negative_int, check_positive_int
 from .rng import make_rng
 
 N_REGIONS = 16
@@ -18,17 +19,14 @@ REGION_STRIDE = 40503
 
 def assign_regions(seed: int, n_documents: int, n_regions: int = N_REGIONS) -> list[int]:
     """Region code (1..n_regions) of each of ``n_documents`` documents, from ``seed``."""
-    if isinstance(n_regions, bool) or not isinstance(n_regions, int) or n_regions < 1:
-        raise ValueError(f"n_regions must be a positive integer; got {n_regions!r}")
-    if isinstance(n_documents, bool) or not isinstance(n_documents, int) or n_documents < 0:
-        raise ValueError(f"n_documents must be a non-negative integer; got {n_documents!r}")
+    check_positive_int("n_regions", n_regions)
+    check_non_negative_int("n_documents", n_documents)
     return [1 + int(make_rng(seed ^ (i + 1) * REGION_STRIDE)() * n_regions) for i in range(n_documents)]
 
 
 def filter_widths(n_regions: int = N_REGIONS) -> tuple[int, ...]:
     """Widths from no filter to the narrowest, halving each time: 16 gives (16, 8, 4, 2, 1)."""
-    if isinstance(n_regions, bool) or not isinstance(n_regions, int) or n_regions < 1:
-        raise ValueError(f"n_regions must be a positive integer; got {n_regions!r}")
+    check_positive_int("n_regions", n_regions)
     widths = [n_regions]
     while widths[-1] > 1:
         widths.append(widths[-1] // 2)

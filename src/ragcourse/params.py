@@ -18,6 +18,20 @@ def check_int(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
+def check_positive_int(name: str, value: object) -> int:
+    """``value`` must be an integer >= 1 (not a bool)."""
+    if not _is_integer(value) or value < 1:
+        raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    return value
+
+
+def check_non_negative_int(name: str, value: object) -> int:
+    """``value`` must be an integer >= 0 (not a bool)."""
+    if not _is_integer(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer; got {value!r}")
+    return value
+
+
 def check_number(name: str, value: object, low: float, high: float) -> float:
     """``value`` must be a real number (int or float, not bool) with low <= value <= high."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .params import check_positive_int
 from .rng import make_rng
 
 PERIODS = 12
@@ -86,8 +87,7 @@ class ChangeStream:
 def change_stream(seed: int, n_documents: int, periods: int = PERIODS,
                   rate: float = CHANGE_RATE) -> ChangeStream:
     """Draw the stream: in each period, every document is republished when its draw is below ``rate``."""
-    if not isinstance(periods, int) or isinstance(periods, bool) or periods < 1:
-        raise ValueError(f"periods must be a positive integer; got {periods!r}")
+    check_positive_int("periods", periods)
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
         raise ValueError(f"rate must be a number from 0 to 1; got {rate!r}")
     changes = []

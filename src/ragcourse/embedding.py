@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from .concepts import Edition
 from .rng import make_rng
@@ -60,7 +61,7 @@ class EmbeddingModel:
     dim: int = 32
     in_domain: bool = True
 
-    def with_settings(self, **changes) -> "EmbeddingModel":
+    def with_settings(self, **changes: Any) -> "EmbeddingModel":
         """The same model family with other settings (dim, in_domain or projection_seed)."""
         return replace(self, **changes)
 

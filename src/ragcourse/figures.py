@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # matplotlib is imported on use only
+    from matplotlib.figure import Figure
 
 # Okabe-Ito colours: distinguishable in colour-blind vision and in greyscale print.
 PALETTE = {
@@ -58,7 +62,7 @@ def use_house_style() -> None:
     mpl.rcParams["axes.prop_cycle"] = cycler(color=CYCLE)
 
 
-def save_figure(fig, name: str, figures_dir: str | os.PathLike | None) -> Path | None:
+def save_figure(fig: Figure, name: str, figures_dir: str | os.PathLike | None) -> Path | None:
     """Write ``fig`` as ``<figures_dir>/<name>.svg`` byte for byte reproducibly; no-op when dir is None."""
     if figures_dir is None:
         return None

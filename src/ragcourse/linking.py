@@ -16,7 +16,7 @@ Sums run left to right over the queries, as in the course, so the numbers match 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from .corpus import Query
 from .embedding import EmbeddingModel, cosine
@@ -120,7 +120,7 @@ class LinkingRun:
 
 
 def run_linking(chunks: Sequence[TaggedChunk], queries: Sequence[Query], model: EmbeddingModel,
-                seed: int, k: int = 3, **linker_settings) -> LinkingRun:
+                seed: int, k: int = 3, **linker_settings: Any) -> LinkingRun:
     """Retrieve ``k`` chunks per query with ``model``, ask a fresh ``ConceptLinker`` at ``seed``.
 
     ``linker_settings`` go to ``ConceptLinker`` (``temperature=``, ``window=`` ...).

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
@@ -27,7 +31,7 @@ def lesson_notebooks(folder: Path = NOTEBOOKS_DIR) -> dict[int, Path]:
     return found
 
 
-def clean_metadata(nb) -> None:
+def clean_metadata(nb: NotebookNode) -> None:
     """Drop papermill and timing metadata, set the python3 kernelspec (in place)."""
     nb.metadata.pop("papermill", None)
     nb.metadata["kernelspec"] = dict(KERNELSPEC)

@@ -19,7 +19,7 @@ from typing import Sequence
 
 from .concepts import Edition
 from .corpus import Document
-from .rng import make_rng
+from .rng import Draw, make_rng
 
 TABLE_STRIDE = 4093
 CELL_SEPARATOR = " | "
@@ -36,7 +36,7 @@ class Table:
     rows: tuple[str, ...]
 
 
-def table_row(paragraph: str, draw) -> str:
+def table_row(paragraph: str, draw: Draw) -> str:
     """One row: the paragraph's field name, then two draws for ``required`` and ``source``."""
     field_name = paragraph.split()[3]
     required = "yes" if draw() < 0.5 else "no"

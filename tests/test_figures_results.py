@@ -27,9 +27,11 @@ def test_save_figure_is_byte_identical_and_dateless(tmp_path):
     assert [p.name for p in (tmp_path / "a").iterdir()] == ["01-test.svg"]   # no temporary left
 
 
-def test_save_figure_without_folder_writes_nothing(tmp_path):
+def test_save_figure_without_folder_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert save_figure(draw(), "01-test", None) is None
     plt.close("all")
+    assert list(tmp_path.iterdir()) == []      # not even into the working folder
 
 
 def test_importing_sets_no_style():
@@ -44,8 +46,10 @@ def test_importing_sets_no_style():
     matplotlib.rcdefaults()
 
 
-def test_record_headline(tmp_path):
+def test_record_headline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert record_headline(3, {"x": 1}, None) is None
+    assert list(tmp_path.iterdir()) == []      # no folder, no file
     path = record_headline(3, {"recall": 0.25, "n": 4}, tmp_path, seed=9)
     assert path.name == "03-headline.json"
     # read as the sweep reads it

@@ -8,6 +8,7 @@ which renames some concepts, rewords some forms and changes the filler words.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 CLASSES: tuple[str, ...] = ("tariff", "fault", "meter", "outage", "maintenance")
 CLASS_CODES: dict[str, str] = {"tariff": "TR", "fault": "AR", "meter": "SY", "outage": "KS",
@@ -43,7 +44,7 @@ class Edition:
         """The concept with this key."""
         return self.by_key[key]
 
-    @property
+    @cached_property
     def by_key(self) -> dict[str, Concept]:
         """Concepts indexed by key."""
         return {c.key: c for c in self.concepts}

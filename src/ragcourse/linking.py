@@ -1,5 +1,7 @@
 """The measurement of lessons 07-09 as one call: retrieve the top k chunks, ask the linker, score both.
 
+Lesson 10 reuses ``retrieve_top_k`` for its own refresh experiment.
+
 For every query the chunks are ranked by cosine similarity between the query's embedding and
 each chunk's (ties by chunk order), the top ``k`` go into the linking prompt, and a
 ``ConceptLinker`` created for the run (so its call counter starts at zero) names a concept.

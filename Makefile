@@ -42,7 +42,7 @@ test-fast: $(STAMP)
 
 ## Open the course in JupyterLab
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks
+	$(VENV)/bin/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 clean:
 	rm -rf build test-output .pytest_cache

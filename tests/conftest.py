@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ragcourse.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
+from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
 
 DOCUMENTED_DIR = Path(__file__).parent / "documented"
 ALL_LESSONS = list(range(1, 17))

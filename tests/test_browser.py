@@ -30,9 +30,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import blocks_in_order, documented_blocks, normalise_block
-from ragcourse.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, QUIET_ENV, lesson_notebooks
+
+from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, QUIET_ENV, lesson_notebooks
 
 pytestmark = pytest.mark.browser
 

@@ -1,6 +1,5 @@
 """The course's printed blocks appear verbatim, in order, in each lesson's stored outputs."""
 import pytest
-
 from conftest import ALL_LESSONS, blocks_in_order, documented_blocks, lesson_notebook, stored_stdout
 
 

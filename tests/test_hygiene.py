@@ -3,7 +3,6 @@ import json
 import re
 
 import pytest
-
 from conftest import ALL_LESSONS, lesson_notebook
 
 TIMING_KEYS = ("papermill", "execution", "ExecuteTime")

@@ -2,7 +2,6 @@
 import json
 
 import pytest
-
 from conftest import ALL_LESSONS, lesson_notebook, stored_stdout
 
 pytestmark = pytest.mark.notebooks

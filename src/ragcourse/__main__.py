@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .notebooks import FIGURES_DIR, NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
+from .batch.notebooks import FIGURES_DIR, NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
 
 SEED_LIMIT = 2 ** 32
 MAX_SEEDS = 1000
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
     started = time.perf_counter()
 
     if args.command == "run":
-        from .runner import run_lessons, summary_table
+        from .batch.runner import run_lessons, summary_table
 
         outcomes = run_lessons(chosen, args.out, seed=args.seed, jobs=args.jobs)
         print(summary_table(outcomes, time.perf_counter() - started))
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
         return 0 if all(o.ok for o in outcomes) else 1
 
     if args.command == "figures":
-        from .runner import regenerate_figures, summary_table
+        from .batch.runner import regenerate_figures, summary_table
 
         outcomes, written, unchanged, removed = regenerate_figures(
             chosen, Path(figures_dir), jobs=args.jobs, every_lesson=not args.lessons)
@@ -181,11 +181,11 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
         return 0 if all(o.ok for o in outcomes) else 1
 
     if args.command == "sweep":
-        from .sweep import run_sweep
+        from .batch.sweep import run_sweep
 
         return run_sweep(chosen, args.seeds, args.out, jobs=args.jobs)
 
-    from .runner import refresh_lessons, summary_table
+    from .batch.runner import refresh_lessons, summary_table
 
     outcomes = refresh_lessons(chosen, jobs=args.jobs)
     print(summary_table(outcomes, time.perf_counter() - started))

@@ -1,0 +1,42 @@
+"""Finding the lesson notebooks and cleaning their metadata.
+
+Executing them (``run``, ``figures``, ``sweep``, ``refresh``) is ``ragcourse.runner``'s job;
+it starts every kernel with ``QUIET_ENV`` and stores outputs after ``clean_metadata``.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
+FIGURES_DIR = PROJECT_ROOT / "figures"
+LESSON_PATTERN = re.compile(r"^(\d\d)-[a-z0-9-]+\.ipynb$")
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+QUIET_ENV = {"TQDM_DISABLE": "1", "JUPYTER_PREFER_ENV_PATH": "1", "OMP_NUM_THREADS": "1",
+             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+
+
+def lesson_notebooks(folder: Path = NOTEBOOKS_DIR) -> dict[int, Path]:
+    """Lesson number -> notebook path, for every ``NN-name.ipynb`` in ``folder``."""
+    found = {}
+    for path in sorted(folder.glob("*.ipynb")):
+        match = LESSON_PATTERN.match(path.name)
+        if match:
+            found[int(match.group(1))] = path
+    return found
+
+
+def clean_metadata(nb: NotebookNode) -> None:
+    """Drop papermill and timing metadata, set the python3 kernelspec (in place)."""
+    nb.metadata.pop("papermill", None)
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    for cell in nb.cells:
+        for key in ("papermill", "execution", "ExecuteTime"):
+            cell.metadata.pop(key, None)
+        if cell.cell_type == "code":
+            cell.metadata.pop("collapsed", None)

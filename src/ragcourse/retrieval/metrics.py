@@ -1,0 +1,76 @@
+"""Retrieval measures read over a query set: precision, recall, hit rates and the recall ceiling."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..world.corpus import Document, Query
+
+
+@dataclass(frozen=True)
+class RetrievalScores:
+    """Mean precision and recall of the top k, and the first result's concept and class hit rates."""
+
+    precision: float
+    recall: float
+    concept_hit: float
+    class_hit: float
+
+    def as_tuple(self) -> tuple[float, float, float, float]:
+        """The four numbers in table order."""
+        return (self.precision, self.recall, self.concept_hit, self.class_hit)
+
+
+def retrieval_scores(rank: Callable[[Query], Sequence[int]], queries: Sequence[Query],
+                     documents: Sequence[Document], relevant: dict[str, int], k: int) -> RetrievalScores:
+    """Run ``rank`` on every query and average the four measures (relevant = same main concept)."""
+    precision = recall = concept = label = 0.0
+    for query in queries:
+        top = list(rank(query))[:k]
+        hits = sum(documents[i].main == query.concept for i in top)
+        precision += hits / k
+        recall += hits / relevant[query.concept]
+        concept += documents[top[0]].main == query.concept
+        label += documents[top[0]].label == query.label
+    n = len(queries)
+    return RetrievalScores(precision / n, recall / n, concept / n, label / n)
+
+
+def recall_ceiling(queries: Sequence[Query], relevant: dict[str, int], k: int) -> float:
+    """The best mean recall any search can reach when it returns ``k`` items per query."""
+    return sum(min(k, relevant[q.concept]) / relevant[q.concept] for q in queries) / len(queries)
+
+
+def mean_relevant(queries: Sequence[Query], relevant: dict[str, int]) -> float:
+    """Mean number of relevant documents per query."""
+    return sum(relevant[q.concept] for q in queries) / len(queries)
+
+
+def overlap_recall(found: Sequence[int], reference: Sequence[int]) -> float:
+    """Share of the reference result that ``found`` also contains."""
+    return len(set(found) & set(reference)) / len(reference)
+
+
+def distinct_top_sets(rank: Callable[[Query], Sequence[int]], queries: Sequence[Query], k: int) -> int:
+    """How many different top-``k`` sets (order ignored) ``rank`` hands the queries; 1 means all get the same."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    return len({frozenset(list(rank(query))[:k]) for query in queries})
+
+
+def top_set_divergence(rank_a: Callable[[Query], Sequence[int]], rank_b: Callable[[Query], Sequence[int]],
+                       queries: Sequence[Query], depth: int) -> int:
+    """Number of queries whose first ``depth`` results differ as sets between two rankers (order ignored)."""
+    if depth < 1:
+        raise ValueError(f"depth must be at least 1; got {depth!r}")
+    return sum(set(list(rank_a(q))[:depth]) != set(list(rank_b(q))[:depth]) for q in queries)
+
+
+def mean_top_value(rank: Callable[[Query], Sequence[int]], queries: Sequence[Query],
+                   values: Sequence[float], k: int) -> float:
+    """Mean over queries of the mean of ``values[i]`` over the top ``k`` (a 1/0 list gives a share)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    if not queries:
+        raise ValueError("queries must not be empty")
+    return sum(sum(values[i] for i in list(rank(q))[:k]) / k for q in queries) / len(queries)

@@ -1,0 +1,111 @@
+"""The package's layout: subpackages only, and imports that run one way between them.
+
+The rules, read from the bottom up: ``lesson`` (checks, tables, figures) stands alone;
+``world`` (the fictional world) may use ``lesson``; ``retrieval`` (the techniques) may use
+both; ``labs`` (Part 3, real text) may use ``retrieval`` and ``lesson`` but never the
+fictional world; ``batch`` (the engine and the command line's machinery) sits on top.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ragcourse"
+SUBPACKAGES = ("world", "retrieval", "lesson", "labs", "batch")
+FORBIDDEN = {
+    "lesson": {"world", "retrieval", "labs", "batch"},
+    "world": {"retrieval", "labs", "batch"},
+    "retrieval": {"labs", "batch"},
+    "labs": {"world", "batch"},
+    "batch": set(),
+}
+
+
+def imported_modules(source: str, module: str) -> list[str]:
+    """Absolute names of the ragcourse modules that ``source`` (the module ``module``) imports."""
+    package_parts = module.split(".")[:-1]
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package_parts[:len(package_parts) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                names += [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+            else:
+                names.append(node.module or "")
+    return [name for name in names if name == "ragcourse" or name.startswith("ragcourse.")]
+
+
+def subpackage_of(module: str) -> str | None:
+    """``world`` for ``ragcourse.world.corpus``; None for the top-level modules."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in SUBPACKAGES) else None
+
+
+def violations(source: str, module: str) -> list[str]:
+    """Every import of ``source`` that breaks the direction rules, as 'importer -> imported'."""
+    own = subpackage_of(module)
+    if own is None:
+        return []
+    found = []
+    for target in imported_modules(source, module):
+        if subpackage_of(target) in FORBIDDEN[own]:
+            found.append(f"{module} -> {target}")
+    return found
+
+
+def package_modules() -> dict[str, str]:
+    """Every module of the package, by its dotted name, with its source."""
+    modules = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(relative.parts)
+        modules[name.removesuffix(".__init__")] = path.read_text()
+    return modules
+
+
+def test_only_init_and_main_sit_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py"]
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} <= set(SUBPACKAGES)
+
+
+def test_imports_run_one_way():
+    broken = [v for name, source in package_modules().items() for v in violations(source, name)]
+    assert broken == []
+
+
+def test_no_circle_between_subpackages():
+    edges = {sub: set() for sub in SUBPACKAGES}
+    for name, source in package_modules().items():
+        own = subpackage_of(name)
+        for target in imported_modules(source, name):
+            other = subpackage_of(target)
+            if own and other and other != own:
+                edges[own].add(other)
+
+    def reaches(start: str, goal: str, seen: frozenset = frozenset()) -> bool:
+        return any(nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt}))
+                   for nxt in edges[start])
+
+    assert [sub for sub in SUBPACKAGES if reaches(sub, sub)] == []
+
+
+@pytest.mark.parametrize("line, module", [
+    ("from ..retrieval.search import KeywordIndex", "ragcourse.world.corpus"),
+    ("from ragcourse.batch import runner", "ragcourse.retrieval.fusion"),
+    ("import ragcourse.world.rng", "ragcourse.lesson.tables"),
+    ("from ..world import corpus", "ragcourse.labs.corpus"),
+])
+def test_a_forbidden_import_is_caught(line, module):
+    assert violations(line, module) == [f"{module} -> " + imported_modules(line, module)[0]]
+
+
+def test_allowed_imports_pass():
+    assert violations("from ..lesson.params import check_int\nfrom .rng import make_rng",
+                      "ragcourse.world.llm") == []
+    assert imported_modules("from . import rng", "ragcourse.world.text") == ["ragcourse.world.rng"]

@@ -2,8 +2,10 @@
 
   python -m ragcourse run [--seed S] [--jobs N] [--out DIR] [LESSON ...]
   python -m ragcourse figures [--jobs N] [LESSON ...]
-  python -m ragcourse sweep --seeds 1-20 [--jobs N] [--out DIR] [LESSON ...]
+  python -m ragcourse sweep --seeds 1-20 [--scheduler ADDRESS|local:N] [--jobs N] [--out DIR] [LESSON ...]
   python -m ragcourse refresh [--jobs N] [LESSON ...]
+  python -m ragcourse search "QUESTION" [--retriever lexical|bm25|tfidf|dense|hybrid] [-k 5] [--json]
+  python -m ragcourse search --file QUESTIONS.txt [--retriever R] [-k 5]
 
 LESSON is a number (3 or 03) or a range (2-6); all lessons when none is given.
 Exit status: 0 when every lesson ran, 1 when one failed, 2 for a bad argument,
@@ -19,6 +21,7 @@ import time
 from pathlib import Path
 
 from .batch.notebooks import FIGURES_DIR, NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
+from .labs import search_command
 
 SEED_LIMIT = 2 ** 32
 MAX_SEEDS = 1000
@@ -72,6 +75,16 @@ def seeds_value(text: str) -> list[int]:
             raise argparse.ArgumentTypeError(f"at most {MAX_SEEDS} seeds; got {text!r}")
         seeds.extend(s for s in range(first, last + 1) if s not in seeds)
     return seeds
+
+
+def scheduler_value(text: str) -> str:
+    """``--scheduler``: ``local:N`` or a Dask scheduler's address (syntax here; whether it answers, at dispatch)."""
+    from .batch.cluster import parse_scheduler
+
+    try:
+        return parse_scheduler(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def out_dir_value(text: str) -> Path:
@@ -139,10 +152,29 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     p_sweep = sub.add_parser("sweep", help="run lessons at many seeds; collect headline numbers")
     p_sweep.add_argument("--seeds", type=seeds_value, required=True, metavar="SEEDS",
                          help="1-20, 1,5,9 or a mix")
+    p_sweep.add_argument("--scheduler", type=scheduler_value, default=None, metavar="ADDRESS",
+                         help="run on a Dask cluster, one task per seed: a scheduler's address "
+                              "(tcp://HOST:8786) or local:N to start N worker processes here; "
+                              "--jobs is then the lessons each task runs at once (default 1)")
     common(p_sweep, out="build/sweep")
     p_refresh = sub.add_parser("refresh", help="re-execute notebooks in place to refresh stored outputs")
     common(p_refresh)
-    return parser, {"run": p_run, "figures": p_fig, "sweep": p_sweep, "refresh": p_refresh}
+    p_search = sub.add_parser("search", help="Part 3: search the numpy reference with a lab's retriever")
+    search_command.add_arguments(p_search)
+    return parser, {"run": p_run, "figures": p_fig, "sweep": p_sweep, "refresh": p_refresh, "search": p_search}
+
+
+def _search(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The ``search`` command: bad input and a missing model end in one line and status 2."""
+    from .labs.dense import ModelUnavailable
+
+    try:
+        return search_command.run(args, sys.stdout)
+    except ValueError as error:
+        parser.error(str(error))
+    except ModelUnavailable as error:
+        parser.error(f"--retriever {args.retriever}: {error}")
+    return 2
 
 
 def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
@@ -151,6 +183,8 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
     parser, commands = build_parser()
     args = parser.parse_args(argv)
     sub = commands[args.command]
+    if args.command == "search":
+        return _search(args, sub)
     notebooks = lesson_notebooks(Path(notebooks_dir))
     try:
         lessons = parse_lessons(args.lessons, notebooks)
@@ -183,7 +217,16 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
     if args.command == "sweep":
         from .batch.sweep import run_sweep
 
-        return run_sweep(chosen, args.seeds, args.out, jobs=args.jobs)
+        if args.scheduler is None:
+            return run_sweep(chosen, args.seeds, args.out, jobs=args.jobs)
+        from .batch.cluster import SchedulerError, open_cluster
+
+        try:  # before anything is written: an unusable --scheduler is a bad argument
+            cluster = open_cluster(args.scheduler)
+        except SchedulerError as error:
+            sub.error(f"argument --scheduler: {error}")
+        with cluster:
+            return run_sweep(chosen, args.seeds, args.out, jobs=args.jobs, cluster=cluster)
 
     from .batch.runner import refresh_lessons, summary_table
 

@@ -44,28 +44,42 @@ def _check_rankings(rankings: Sequence[Sequence[int]]) -> int:
     return n_items
 
 
-def position_terms(ranking: Sequence[int], constant: float = DEFAULT_CONSTANT) -> list[float]:
-    """One list's contribution per item: ``1 / (constant + position)``, indexed by item."""
+def _check_first_position(first_position: object) -> int:
+    if first_position not in (0, 1) or isinstance(first_position, bool):
+        raise ValueError(f"first_position must be 0 (the course's count) or 1 (ranks from 1); "
+                         f"got {first_position!r}")
+    return first_position
+
+
+def position_terms(ranking: Sequence[int], constant: float = DEFAULT_CONSTANT,
+                   first_position: int = 0) -> list[float]:
+    """One list's contribution per item: ``1 / (constant + position)``, indexed by item.
+
+    The course counts the first place as position 0; ``first_position=1`` counts it as 1,
+    the convention of Cormack et al.'s RRF and of libraries such as ranx.
+    """
     _check_constant(constant)
+    _check_first_position(first_position)
     n_items = _check_rankings([ranking])
     terms = [0.0] * n_items
-    for position, item in enumerate(ranking):
+    for position, item in enumerate(ranking, start=first_position):
         terms[item] = 1.0 / (constant + position)
     return terms
 
 
-def fused_scores(rankings: Sequence[Sequence[int]], constant: float = DEFAULT_CONSTANT) -> list[float]:
+def fused_scores(rankings: Sequence[Sequence[int]], constant: float = DEFAULT_CONSTANT,
+                 first_position: int = 0) -> list[float]:
     """The fused score of every item: its position terms summed over the lists, left to right."""
     _check_constant(constant)
     n_items = _check_rankings(rankings)
-    per_list = [position_terms(ranking, constant) for ranking in rankings]
+    per_list = [position_terms(ranking, constant, first_position) for ranking in rankings]
     return [sum(terms[item] for terms in per_list) for item in range(n_items)]
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]],
-                           constant: float = DEFAULT_CONSTANT) -> list[int]:
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], constant: float = DEFAULT_CONSTANT,
+                           first_position: int = 0) -> list[int]:
     """All items, best fused score first; equal scores keep ascending index order."""
-    return rank_by_score(fused_scores(rankings, constant))
+    return rank_by_score(fused_scores(rankings, constant, first_position))
 
 
 def check_constant_list(name: str, value: object, low: int = 1, high: int = LARGEST_CONSTANT) -> list[int]:

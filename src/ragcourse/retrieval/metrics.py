@@ -1,10 +1,13 @@
-"""Retrieval measures read over a query set: precision, recall, hit rates and the recall ceiling."""
+"""Retrieval measures: the lessons' precision, recall, hit rates and recall ceiling over the fictional
+queries, and Recall@k, MRR and nDCG over ranked lists of plain ids, which the labs use on real text."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Mapping, Sequence
 
-from ..world.corpus import Document, Query
+if TYPE_CHECKING:  # the lessons' measures read the fictional world's types; the generic ones need none
+    from ..world.corpus import Document, Query
 
 
 @dataclass(frozen=True)
@@ -74,3 +77,42 @@ def mean_top_value(rank: Callable[[Query], Sequence[int]], queries: Sequence[Que
     if not queries:
         raise ValueError("queries must not be empty")
     return sum(sum(values[i] for i in list(rank(q))[:k]) / k for q in queries) / len(queries)
+
+
+# ---- ranked lists of plain ids (the labs measure real rankings with these) ------------------
+
+def recall_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """Share of the relevant ids found in the first ``k`` of ``ranked``."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    if not relevant:
+        raise ValueError("relevant must hold at least one id")
+    wanted = set(relevant)
+    return len(wanted.intersection(ranked[:k])) / len(wanted)
+
+
+def reciprocal_rank(ranked: Sequence[str], relevant: Collection[str]) -> float:
+    """1 / the rank (counted from 1) of the first relevant id; 0 when none is ranked."""
+    wanted = set(relevant)
+    for rank, item in enumerate(ranked, start=1):
+        if item in wanted:
+            return 1.0 / rank
+    return 0.0
+
+
+def ndcg_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """Binary-gain nDCG of the first ``k``: hits discounted by ``log2(rank + 1)``, over the ideal."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    wanted = set(relevant)
+    gain = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(ranked[:k], start=1) if item in wanted)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(wanted), k) + 1))
+    return gain / ideal
+
+
+def mean_measure(runs: Mapping[str, Sequence[str]], judgements: Mapping[str, Collection[str]],
+                 measure: Callable[..., float], *args: int) -> float:
+    """Mean of ``measure(ranked, relevant, *args)`` over the judged queries, in judgement order."""
+    if not judgements:
+        raise ValueError("judgements must not be empty")
+    return sum(measure(runs.get(q, ()), relevant, *args) for q, relevant in judgements.items()) / len(judgements)

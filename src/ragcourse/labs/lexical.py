@@ -1,0 +1,73 @@
+"""Lab 01's lexical retrieval: a tag index, then IDF-weighted token overlap with a stable tie-break.
+
+The scorer in four steps: tokenise (``[a-z0-9]+`` over lowercased text, stopwords dropped);
+keep the chunks that share at least one token with the query; add ``log(1 + N / df)`` for
+each distinct shared token, ``N`` the number of chunks and ``df`` how many contain it;
+sort by ``(-score, doc_id, position)``. A chunk that shares nothing is never scored, so an
+empty result is a real outcome.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from .chunkers import TextChunk
+
+TOKEN = re.compile(r"[a-z0-9]+")
+STOPWORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS)
+
+
+def lexical_tokens(text: str) -> list[str]:
+    """Lowercased ``[a-z0-9]+`` runs, stopwords (scikit-learn's English list) removed."""
+    return [t for t in TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+def tag_index(tagged: Iterable[tuple[str, Iterable[str]]]) -> dict[str, list[str]]:
+    """key -> sorted ids of the items that carry it, from ``(id, keys)`` pairs."""
+    index: dict[str, set[str]] = {}
+    for item_id, keys in tagged:
+        for key in keys:
+            index.setdefault(key, set()).add(item_id)
+    return {key: sorted(ids) for key, ids in sorted(index.items())}
+
+
+@dataclass(frozen=True)
+class LexicalHit:
+    """A scored chunk and the query tokens it shares."""
+
+    score: float
+    chunk: TextChunk
+    shared: tuple[str, ...]
+
+
+class LexicalIndex:
+    """Inverse-document-frequency weighted overlap over a list of chunks."""
+
+    def __init__(self, chunks: Sequence[TextChunk]):
+        self.chunks = list(chunks)
+        self.token_sets = [frozenset(lexical_tokens(c.text)) for c in self.chunks]
+        self.postings: dict[str, list[int]] = {}
+        for number, tokens in enumerate(self.token_sets):
+            for token in tokens:
+                self.postings.setdefault(token, []).append(number)
+
+    def weight(self, token: str) -> float:
+        """``log(1 + N / df)`` for a token some chunk contains (0 for one none contains)."""
+        df = len(self.postings.get(token, ()))
+        return math.log(1 + len(self.chunks) / df) if df else 0.0
+
+    def search(self, query: str, top_k: int | None = None) -> list[LexicalHit]:
+        """Chunks sharing a token with ``query``, best first; ``top_k`` cuts the list."""
+        query_tokens = sorted(set(lexical_tokens(query)))
+        candidates = sorted({n for t in query_tokens for n in self.postings.get(t, ())})
+        hits = []
+        for number in candidates:
+            shared = tuple(t for t in query_tokens if t in self.token_sets[number])
+            score = sum(self.weight(t) for t in shared)
+            hits.append(LexicalHit(score, self.chunks[number], shared))
+        hits.sort(key=lambda h: (-h.score, h.chunk.doc_id, h.chunk.position))
+        return hits if top_k is None else hits[:top_k]

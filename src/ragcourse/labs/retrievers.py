@@ -1,0 +1,149 @@
+"""Retrievers over chunks that answer with documents, and the measurement of a query set.
+
+Every retriever ranks chunks, then collapses them to documents by each document's best
+chunk (seed 004's collapse): without it one long page could fill the top five on its own.
+What comes back is a list of ``DocumentHit``: a document id, the chunk that won it, a score.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..retrieval.fusion import fused_scores
+from ..retrieval.metrics import mean_measure, ndcg_at_k, recall_at_k, reciprocal_rank
+from ..retrieval.ranking import rank_by_score
+from .bm25 import Bm25Index
+from .chunkers import TextChunk
+from .dense import DenseEncoder, dense_ranking
+from .lexical import LexicalIndex
+from .queries import Question
+from .tfidf import TfidfIndex
+
+RRF_CONSTANT = 60
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """A retrieved document: its id, the position of its best chunk, and that chunk's score."""
+
+    doc_id: str
+    chunk: int
+    score: float
+
+
+def collapse(ranked: Iterable[tuple[TextChunk, float]]) -> list[DocumentHit]:
+    """Chunks best first -> documents best first, each represented by its first (best) chunk."""
+    seen: set[str] = set()
+    hits = []
+    for chunk, score in ranked:
+        if chunk.doc_id not in seen:
+            seen.add(chunk.doc_id)
+            hits.append(DocumentHit(chunk.doc_id, chunk.position, float(score)))
+    return hits
+
+
+class LexicalRetriever:
+    """Lab 01's IDF-weighted overlap scorer."""
+
+    name = "lexical"
+
+    def __init__(self, chunks: Sequence[TextChunk]):
+        self.index = LexicalIndex(chunks)
+
+    def search(self, text: str) -> list[DocumentHit]:
+        return collapse((hit.chunk, hit.score) for hit in self.index.search(text))
+
+
+class Bm25Retriever:
+    """BM25 (``bm25s``) over the same tokens."""
+
+    name = "bm25"
+
+    def __init__(self, chunks: Sequence[TextChunk]):
+        self.chunks = list(chunks)
+        self.index = Bm25Index([c.text for c in self.chunks])
+
+    def search(self, text: str) -> list[DocumentHit]:
+        return collapse((self.chunks[n], s) for n, s in self.index.search(text))
+
+    def full_ranking(self, text: str) -> list[int]:
+        """Every chunk number, best BM25 score first, ties (zeros included) by number."""
+        scores = np.asarray(self.index.scores(text))
+        return np.argsort(-scores, kind="stable").tolist()
+
+
+class TfidfRetriever:
+    """Lab 02's hand-written TF-IDF cosine."""
+
+    name = "tfidf"
+
+    def __init__(self, chunks: Sequence[TextChunk]):
+        self.chunks = list(chunks)
+        self.index = TfidfIndex([c.text for c in self.chunks])
+
+    def search(self, text: str) -> list[DocumentHit]:
+        return collapse((self.chunks[n], s) for n, s in self.index.search(text))
+
+
+class DenseRetriever:
+    """all-MiniLM-L6-v2 cosine over every chunk (exhaustive, ties by chunk order)."""
+
+    name = "dense"
+
+    def __init__(self, chunks: Sequence[TextChunk], encoder: DenseEncoder):
+        self.chunks = list(chunks)
+        self.encoder = encoder
+        self.vectors = encoder.encode([c.text for c in self.chunks])
+
+    def search(self, text: str) -> list[DocumentHit]:
+        return self.search_vector(self.encoder.encode([text])[0])
+
+    def search_vector(self, query: np.ndarray) -> list[DocumentHit]:
+        order, scores = dense_ranking(self.vectors, query)
+        return collapse((self.chunks[n], s) for n, s in zip(order.tolist(), scores.tolist()))
+
+    def search_many(self, texts: Sequence[str]) -> list[list[DocumentHit]]:
+        """Several questions, encoded in one call."""
+        return [self.search_vector(v) for v in self.encoder.encode(list(texts))]
+
+    def full_ranking(self, text: str) -> list[int]:
+        """Every chunk number, most similar first, ties by number."""
+        order, _ = dense_ranking(self.vectors, self.encoder.encode([text])[0])
+        return order.tolist()
+
+
+class HybridRetriever:
+    """BM25 and dense over the same chunks, fused by reciprocal rank fusion (k = 60, ranks from 1)."""
+
+    name = "hybrid"
+
+    def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, constant: float = RRF_CONSTANT):
+        if bm25.chunks != dense.chunks:
+            raise ValueError("hybrid fusion needs both retrievers over the same chunks")
+        self.bm25, self.dense, self.constant = bm25, dense, constant
+        self.chunks = bm25.chunks
+
+    def search(self, text: str) -> list[DocumentHit]:
+        rankings = [self.bm25.full_ranking(text), self.dense.full_ranking(text)]
+        scores = fused_scores(rankings, self.constant, first_position=1)
+        return collapse((self.chunks[n], scores[n]) for n in rank_by_score(scores))
+
+
+def measure(runs: Mapping[str, Sequence[str]], judged: Mapping[str, Sequence[str]],
+            ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
+    """Recall@k for each k, MRR and nDCG@10 of document rankings over the judged questions."""
+    scores = {f"recall@{k}": mean_measure(runs, judged, recall_at_k, k) for k in ks}
+    scores["mrr"] = mean_measure(runs, judged, reciprocal_rank)
+    scores["ndcg@10"] = mean_measure(runs, judged, ndcg_at_k, 10)
+    return scores
+
+
+def run_questions(retriever, questions: Sequence[Question]) -> dict[str, list[str]]:
+    """qid -> ranked document ids, for every question."""
+    if hasattr(retriever, "search_many"):
+        results = retriever.search_many([q.text for q in questions])
+    else:
+        results = [retriever.search(q.text) for q in questions]
+    return {q.qid: [hit.doc_id for hit in hits] for q, hits in zip(questions, results)}

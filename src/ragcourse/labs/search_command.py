@@ -1,0 +1,106 @@
+"""``python -m ragcourse search``: any Part 3 retriever over the numpy reference, from the shell.
+
+  python -m ragcourse search "how do I glue two arrays end to end" --retriever bm25 -k 5
+  python -m ragcourse search --file questions.txt --retriever dense      # JSON lines out
+
+Each retriever uses its lab's chunks: ``lexical`` and ``bm25`` lab 01's paragraphs (800
+characters), ``tfidf``, ``dense`` and ``hybrid`` lab 02's word windows (60 words, 20
+overlap); ``hybrid`` fuses bm25 and dense over those windows (RRF, k = 60). Results are
+documents, each with the chunk that won it. The model loads once per call, however many
+questions the file holds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Sequence
+
+RETRIEVERS = ("lexical", "bm25", "tfidf", "dense", "hybrid")
+MAX_K = 1000
+
+
+def k_value(text: str) -> int:
+    """``-k``: a whole number from 1 to 1000."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_K}; got {text!r}") from None
+    if not 1 <= value <= MAX_K:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_K}; got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``search`` command's arguments."""
+    parser.add_argument("question", nargs="?", help="the question (or use --file)")
+    parser.add_argument("--retriever", choices=RETRIEVERS, default="bm25",
+                        help="which retriever answers (default: bm25)")
+    parser.add_argument("-k", type=k_value, default=5, metavar="K", help="documents to return (default: 5)")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    parser.add_argument("--file", type=Path, metavar="QUESTIONS.txt",
+                        help="one question a line; JSON lines out, one object a question")
+
+
+def questions_from(args: argparse.Namespace) -> list[str]:
+    """The questions to answer; ValueError (naming the argument) when there are none or both forms."""
+    if args.file is not None and args.question is not None:
+        raise ValueError("argument QUESTION: give a question or --file, not both")
+    if args.file is not None:
+        try:
+            lines = args.file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"argument --file: cannot read {str(args.file)!r} as UTF-8 text ({error})") from None
+        questions = [line.strip() for line in lines if line.strip()]
+        if not questions:
+            raise ValueError(f"argument --file: {str(args.file)!r} holds no question (one a line)")
+        return questions
+    if args.question is None or not args.question.strip():
+        raise ValueError("argument QUESTION: the question is empty; type one, or pass --file")
+    return [args.question.strip()]
+
+
+def build_retriever(name: str):
+    """The named retriever over its lab's chunks of the corpus."""
+    from .apidocs import load_corpus
+    from .chunkers import chunk_corpus, pack_paragraphs, word_windows
+    from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, LexicalRetriever, TfidfRetriever
+
+    corpus = load_corpus()
+    if name in ("lexical", "bm25"):
+        chunks = chunk_corpus(corpus.documents, pack_paragraphs, max_chars=800)
+        return LexicalRetriever(chunks) if name == "lexical" else Bm25Retriever(chunks)
+    chunks = chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)
+    if name == "tfidf":
+        return TfidfRetriever(chunks)
+    from .dense import DenseEncoder
+
+    dense = DenseRetriever(chunks, DenseEncoder())
+    return dense if name == "dense" else HybridRetriever(Bm25Retriever(chunks), dense)
+
+
+def result_object(question: str, retriever: str, hits: Sequence) -> dict:
+    """The JSON form of one answered question."""
+    return {"question": question, "retriever": retriever,
+            "results": [{"doc_id": h.doc_id, "chunk": h.chunk, "score": round(h.score, 6)} for h in hits]}
+
+
+def run(args: argparse.Namespace, out) -> int:
+    """Answer the questions; the exit status (0). Raises ValueError for bad input, ModelUnavailable."""
+    questions = questions_from(args)
+    retriever = build_retriever(args.retriever)
+    if hasattr(retriever, "search_many"):
+        answers = retriever.search_many(questions)
+    else:
+        answers = [retriever.search(q) for q in questions]
+    for question, hits in zip(questions, answers):
+        top = hits[:args.k]
+        if args.file is not None or args.json:
+            print(json.dumps(result_object(question, args.retriever, top), ensure_ascii=False), file=out)
+            continue
+        print(f"{args.retriever}: {question}", file=out)
+        if not top:
+            print("  (no document shares a word with the question)", file=out)
+        for rank, hit in enumerate(top, start=1):
+            print(f"  {rank:>2}  {hit.score:8.4f}  {hit.doc_id}#{hit.chunk}", file=out)
+    return 0

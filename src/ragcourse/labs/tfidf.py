@@ -1,0 +1,57 @@
+"""Lab 02's TF-IDF index, written out: sublinear term frequency, smoothed IDF, unit vectors.
+
+A unit's weight for term ``t`` is ``(1 + log tf) * idf(t)`` with
+``idf(t) = log((1 + N) / (1 + df)) + 1`` (``N`` indexed units, ``df`` units containing
+``t``), and every vector is scaled to length 1 so that a dot product is a cosine. These
+are scikit-learn's ``TfidfVectorizer(sublinear_tf=True, smooth_idf=True, norm="l2")``
+weights; ``tests/labs/test_tfidf.py`` shows the two equal.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Sequence
+
+from .lexical import lexical_tokens
+
+
+def tfidf_tokens(text: str) -> list[str]:
+    """The lexical tokens of lab 01 with single-character tokens dropped as well."""
+    return [t for t in lexical_tokens(text) if len(t) > 1]
+
+
+class TfidfIndex:
+    """Sparse TF-IDF vectors of some texts, an inverted index, and cosine search."""
+
+    def __init__(self, texts: Sequence[str]):
+        term_counts = [Counter(tfidf_tokens(t)) for t in texts]
+        df: Counter = Counter()
+        for counts in term_counts:
+            df.update(counts.keys())
+        n = len(term_counts)
+        self.idf = {t: math.log((1 + n) / (1 + c)) + 1.0 for t, c in df.items()}
+        self.vectors = [self.vector(counts) for counts in term_counts]
+        self.postings: dict[str, list[int]] = {}
+        for number, counts in enumerate(term_counts):
+            for term in counts:
+                self.postings.setdefault(term, []).append(number)
+
+    def vector(self, counts: Counter) -> dict[str, float]:
+        """Unit-length TF-IDF weights of a term count (terms never indexed weigh idf 1)."""
+        weights = {t: (1 + math.log(c)) * self.idf.get(t, 1.0) for t, c in counts.items()}
+        norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+        return {t: w / norm for t, w in weights.items()}
+
+    def embed(self, text: str) -> dict[str, float]:
+        """A query's TF-IDF vector, built like a unit's."""
+        return self.vector(Counter(tfidf_tokens(text)))
+
+    def scores(self, text: str) -> dict[int, float]:
+        """Cosine with every unit that shares a term with ``text`` (the others score 0)."""
+        query = self.embed(text)
+        candidates = sorted({n for t in query for n in self.postings.get(t, ())})
+        return {n: sum(w * self.vectors[n].get(t, 0.0) for t, w in query.items()) for n in candidates}
+
+    def search(self, text: str) -> list[tuple[int, float]]:
+        """``(unit number, cosine)`` of the candidate units, best first, ties by unit number."""
+        return sorted(self.scores(text).items(), key=lambda item: (-item[1], item[0]))

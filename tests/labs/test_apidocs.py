@@ -24,6 +24,15 @@ def test_the_corpus_is_the_one_the_labs_were_measured_on(corpus):
     assert corpus.fingerprint() == FINGERPRINT
 
 
+def test_other_libraries_editing_numpy_docstrings_do_not_change_the_corpus():
+    import scipy.signal  # noqa: F401  (appends an "Array API" note to numpy.sinc's docstring)
+
+    assert "Array API" in numpy.sinc.__doc__
+    load_corpus.cache_clear()
+    assert load_corpus().fingerprint() == FINGERPRINT
+    assert "Array API" not in load_corpus().by_id["numpy.sinc"].text
+
+
 def test_the_fingerprint_sees_a_one_character_change(corpus):
     from dataclasses import replace
 

@@ -202,7 +202,41 @@ def _resolve(name: str, table: dict[str, str], module: str) -> str | None:
 
 @lru_cache(maxsize=1)
 def load_corpus() -> ApiCorpus:
-    """The corpus from the installed numpy (read once per process)."""
+    """The corpus from the installed numpy, read in a fresh interpreter (once per process).
+
+    A fresh interpreter, because other libraries edit numpy's docstrings when they are
+    imported: scipy, which scikit-learn imports, appends an "Array API Standard Support"
+    note to ``numpy.sinc``'s. Read in the notebook's own process, the corpus would then
+    depend on what had been imported before.
+    """
+    import subprocess
+    import sys
+
+    reader = f"import sys; from {__name__} import _read_corpus, corpus_to_json; " \
+             "sys.stdout.write(corpus_to_json(_read_corpus()))"
+    done = subprocess.run([sys.executable, "-c", reader], capture_output=True, text=True, encoding="utf-8")
+    if done.returncode != 0:
+        raise RuntimeError(f"reading numpy's reference failed:\n{done.stderr.strip()}")
+    return corpus_from_json(done.stdout)
+
+
+def corpus_to_json(corpus: ApiCorpus) -> str:
+    """The corpus as JSON (the canonical form the fingerprint hashes, plus the version)."""
+    return json.dumps({"numpy_version": corpus.numpy_version, "documents": [asdict(d) for d in corpus.documents]},
+                      ensure_ascii=False)
+
+
+def corpus_from_json(text: str) -> ApiCorpus:
+    """The inverse of ``corpus_to_json``."""
+    data = json.loads(text)
+    documents = tuple(ApiDocument(**{**d, "sections": tuple(Section(**s) for s in d["sections"]),
+                                     "see_also": tuple(d["see_also"]), "aliases": tuple(d["aliases"])})
+                      for d in data["documents"])
+    return ApiCorpus(documents, data["numpy_version"])
+
+
+def _read_corpus() -> ApiCorpus:
+    """The corpus from numpy as imported in this process (``load_corpus`` calls it in a fresh one)."""
     import numpy
 
     first_name: dict[int, tuple[str, object, str]] = {}
@@ -238,6 +272,17 @@ def load_corpus() -> ApiCorpus:
                                      aliases=alias_names, numpy_version=numpy.__version__))
     documents.sort(key=lambda d: d.doc_id)
     return ApiCorpus(tuple(documents), numpy.__version__)
+
+
+def describe(corpus: ApiCorpus) -> str:
+    """Two lines a lab prints first: what the corpus is, and its fingerprint."""
+    kinds: dict[str, int] = {}
+    for document in corpus.documents:
+        kinds[document.kind] = kinds.get(document.kind, 0) + 1
+    plural = {"class": "classes"}
+    spread = ", ".join(f"{count} {plural.get(kind, kind + 's')}" for kind, count in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return (f"corpus: numpy {corpus.numpy_version} API reference, {len(corpus)} documents ({spread}), "
+            f"{corpus.characters():,} characters\nfingerprint: {corpus.fingerprint()}")
 
 
 def export_markdown(corpus: ApiCorpus, folder: str | Path) -> int:

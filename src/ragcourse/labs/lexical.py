@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
@@ -47,9 +47,10 @@ class LexicalHit:
 class LexicalIndex:
     """Inverse-document-frequency weighted overlap over a list of chunks."""
 
-    def __init__(self, chunks: Sequence[TextChunk]):
+    def __init__(self, chunks: Sequence[TextChunk], tokenize: Callable[[str], list[str]] = lexical_tokens):
         self.chunks = list(chunks)
-        self.token_sets = [frozenset(lexical_tokens(c.text)) for c in self.chunks]
+        self.tokenize = tokenize
+        self.token_sets = [frozenset(tokenize(c.text)) for c in self.chunks]
         self.postings: dict[str, list[int]] = {}
         for number, tokens in enumerate(self.token_sets):
             for token in tokens:
@@ -62,7 +63,7 @@ class LexicalIndex:
 
     def search(self, query: str, top_k: int | None = None) -> list[LexicalHit]:
         """Chunks sharing a token with ``query``, best first; ``top_k`` cuts the list."""
-        query_tokens = sorted(set(lexical_tokens(query)))
+        query_tokens = sorted(set(self.tokenize(query)))
         candidates = sorted({n for t in query_tokens for n in self.postings.get(t, ())})
         hits = []
         for number in candidates:

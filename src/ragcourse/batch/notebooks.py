@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 FIGURES_DIR = PROJECT_ROOT / "figures"
+LABS_FOLDER = "labs"   # Part 3: notebooks/labs/NN-*.ipynb, their figures in figures/labs/
 LESSON_PATTERN = re.compile(r"^(\d\d)-[a-z0-9-]+\.ipynb$")
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 QUIET_ENV = {"TQDM_DISABLE": "1", "JUPYTER_PREFER_ENV_PATH": "1", "OMP_NUM_THREADS": "1",
@@ -29,6 +30,11 @@ def lesson_notebooks(folder: Path = NOTEBOOKS_DIR) -> dict[int, Path]:
         if match:
             found[int(match.group(1))] = path
     return found
+
+
+def lab_notebooks(notebooks_dir: Path = NOTEBOOKS_DIR) -> dict[int, Path]:
+    """Lab number -> notebook path, for every ``NN-name.ipynb`` in ``notebooks_dir/labs``."""
+    return lesson_notebooks(Path(notebooks_dir) / LABS_FOLDER)
 
 
 def clean_metadata(nb: NotebookNode) -> None:

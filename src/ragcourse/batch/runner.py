@@ -669,12 +669,13 @@ def _progress_bar(total: int, wanted: bool):
 
 # -- the commands' building blocks ------------------------------------------------------------
 def run_lessons(notebooks: dict[int, Path], out_dir: Path, seed: int | None = None,
-                jobs: int | None = None, progress: bool = True) -> list[Outcome]:
+                jobs: int | None = None, progress: bool = True, label: str = "") -> list[Outcome]:
     """Execute ``notebooks`` (lesson -> path) into ``out_dir/notebooks``, figures into ``out_dir/figures``.
 
     SEED is injected when ``seed`` is given (else the notebook's own default, the course
     seed, stays). What an earlier run left in ``out_dir`` for these lessons (``NN-*``
-    notebooks and figures) is removed first; other lessons' files stay.
+    notebooks and figures) is removed first; other lessons' files stay. ``label`` names
+    the kind in the summary (``lab`` gives ``lab01``); the labs take no SEED.
     """
     out_dir = Path(out_dir).resolve()
     figures_dir = out_dir / "figures"
@@ -687,14 +688,16 @@ def run_lessons(notebooks: dict[int, Path], out_dir: Path, seed: int | None = No
     for lesson, path in sorted(notebooks.items()):
         parameters: dict = {} if seed is None else {"SEED": seed}
         parameters["FIGURES_DIR"] = str(figures_dir)
-        job_list.append(Job(lesson, path, out_dir / "notebooks" / path.name, parameters, figures_dir))
+        job_list.append(Job(lesson, path, out_dir / "notebooks" / path.name, parameters, figures_dir,
+                            label=f"{label}{lesson:02d}" if label else ""))
     return Engine(jobs or default_jobs(), progress=progress).run(job_list)
 
 
 def refresh_lessons(notebooks: dict[int, Path], jobs: int | None = None,
-                    progress: bool = True) -> list[Outcome]:
+                    progress: bool = True, label: str = "") -> list[Outcome]:
     """Re-execute notebooks in place as shipped (no parameters); store clean outputs on success."""
-    job_list = [Job(lesson, path, path, None, None, in_place=True) for lesson, path in sorted(notebooks.items())]
+    job_list = [Job(lesson, path, path, None, None, label=f"{label}{lesson:02d}" if label else "", in_place=True)
+                for lesson, path in sorted(notebooks.items())]
     return Engine(jobs or default_jobs(), progress=progress).run(job_list)
 
 
@@ -746,7 +749,7 @@ def sync_figures(fresh: Path, target: Path, lessons: set[int]) -> tuple[list[str
 
 
 def regenerate_figures(notebooks: dict[int, Path], figures_dir: Path, jobs: int | None = None,
-                       progress: bool = True, every_lesson: bool = True):
+                       progress: bool = True, every_lesson: bool = True, label: str = ""):
     """Run ``notebooks`` at the course seed in a temporary folder, then sync their figures into ``figures_dir``.
 
     Only lessons that ran cleanly are synced. With ``every_lesson`` (all notebooks were
@@ -754,7 +757,7 @@ def regenerate_figures(notebooks: dict[int, Path], figures_dir: Path, jobs: int 
     Returns (outcomes, written, unchanged, removed).
     """
     with tempfile.TemporaryDirectory(prefix="ragcourse-figures-") as scratch:
-        outcomes = run_lessons(notebooks, Path(scratch), jobs=jobs, progress=progress)
+        outcomes = run_lessons(notebooks, Path(scratch), jobs=jobs, progress=progress, label=label)
         lessons = {o.job.lesson for o in outcomes if o.ok}
         if every_lesson:
             lessons |= {int(name[:2]) for name in lesson_figure_files(figures_dir)} - set(notebooks)

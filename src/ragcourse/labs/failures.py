@@ -34,6 +34,7 @@ def _stemmer():
     return snowballstemmer.stemmer("english")
 
 
+@lru_cache(maxsize=None)
 def stem(word: str) -> str:
     """The Snowball (Porter 2) English stem of a word."""
     return _stemmer().stemWord(word)
@@ -73,7 +74,7 @@ def misses(questions: Sequence[Question], index: LexicalIndex, stemmed: LexicalI
     tokens = page_tokens(index.chunks)
     found = []
     for question in questions:
-        hits: list[DocumentHit] = collapse((h.chunk, h.score) for h in index.search(question.text))
+        hits: list[DocumentHit] = collapse((index.chunks[n], s) for n, s in index.ranked(question.text))
         ranked = [h.doc_id for h in hits]
         if set(ranked[:k]) & set(question.relevant):
             continue
@@ -83,7 +84,7 @@ def misses(questions: Sequence[Question], index: LexicalIndex, stemmed: LexicalI
         if not hits:
             cause, evidence = "no answer at all", "no chunk shares a token"
         else:
-            rescued = [h.doc_id for h in collapse((h.chunk, h.score) for h in stemmed.search(question.text))][:k]
+            rescued = [h.doc_id for h in collapse((stemmed.chunks[n], s) for n, s in stemmed.ranked(question.text))][:k]
             if set(rescued) & set(question.relevant):
                 page_words = {t for d in question.relevant for t in tokens[d]}
                 pairs = sorted({f"{t}~{w}" for t in asked - page_words for w in page_words if stem(w) == stem(t)})

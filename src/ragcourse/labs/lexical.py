@@ -53,22 +53,35 @@ class LexicalIndex:
         self.token_sets = [frozenset(tokenize(c.text)) for c in self.chunks]
         self.postings: dict[str, list[int]] = {}
         for number, tokens in enumerate(self.token_sets):
-            for token in tokens:
+            for token in sorted(tokens):
                 self.postings.setdefault(token, []).append(number)
+        self.weights = {t: math.log(1 + len(self.chunks) / len(ids)) for t, ids in self.postings.items()}
+        by_address = sorted(range(len(self.chunks)), key=lambda n: (self.chunks[n].doc_id, self.chunks[n].position))
+        self.address_rank = [0] * len(self.chunks)
+        for rank, number in enumerate(by_address):
+            self.address_rank[number] = rank
 
     def weight(self, token: str) -> float:
         """``log(1 + N / df)`` for a token some chunk contains (0 for one none contains)."""
-        df = len(self.postings.get(token, ()))
-        return math.log(1 + len(self.chunks) / df) if df else 0.0
+        return self.weights.get(token, 0.0)
+
+    def ranked(self, query: str) -> list[tuple[int, float]]:
+        """``(chunk number, score)`` of every chunk sharing a token, by ``(-score, doc_id, position)``.
+
+        A chunk's score is the sum of its shared tokens' weights, added in sorted token
+        order (token by token over the postings: the same left-to-right sum).
+        """
+        scores: dict[int, float] = {}
+        for token in sorted(set(self.tokenize(query))):
+            weight = self.weights.get(token)
+            for number in self.postings.get(token, ()):
+                scores[number] = scores.get(number, 0.0) + weight
+        rank = self.address_rank
+        return sorted(scores.items(), key=lambda item: (-item[1], rank[item[0]]))
 
     def search(self, query: str, top_k: int | None = None) -> list[LexicalHit]:
-        """Chunks sharing a token with ``query``, best first; ``top_k`` cuts the list."""
+        """Chunks sharing a token with ``query``, best first, with the tokens they share; ``top_k`` cuts."""
         query_tokens = sorted(set(self.tokenize(query)))
-        candidates = sorted({n for t in query_tokens for n in self.postings.get(t, ())})
-        hits = []
-        for number in candidates:
-            shared = tuple(t for t in query_tokens if t in self.token_sets[number])
-            score = sum(self.weight(t) for t in shared)
-            hits.append(LexicalHit(score, self.chunks[number], shared))
-        hits.sort(key=lambda h: (-h.score, h.chunk.doc_id, h.chunk.position))
-        return hits if top_k is None else hits[:top_k]
+        ranked = self.ranked(query)
+        return [LexicalHit(score, self.chunks[n], tuple(t for t in query_tokens if t in self.token_sets[n]))
+                for n, score in (ranked if top_k is None else ranked[:top_k])]

@@ -51,9 +51,10 @@ class LexicalRetriever:
 
     def __init__(self, chunks: Sequence[TextChunk]):
         self.index = LexicalIndex(chunks)
+        self.chunks = self.index.chunks
 
     def search(self, text: str) -> list[DocumentHit]:
-        return collapse((hit.chunk, hit.score) for hit in self.index.search(text))
+        return collapse((self.chunks[n], score) for n, score in self.index.ranked(text))
 
 
 class Bm25Retriever:

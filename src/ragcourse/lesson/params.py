@@ -74,3 +74,10 @@ def check_int_list(name: str, value: object, low: int, high: int, most: int = 8)
         raise ValueError(f"{name} must be a list of 1 to {most} distinct integers from {low} to {high};"
                          f" got {value!r}")
     return list(value)
+
+
+def check_text(name: str, value: object, longest: int = 1000) -> str:
+    """A non-empty string of at most ``longest`` characters (a notebook's question, say)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > longest:
+        raise ValueError(f"{name} must be a non-empty string of at most {longest} characters; got {value!r}")
+    return value

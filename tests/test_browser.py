@@ -1,4 +1,4 @@
-"""The students' path in a real browser: JupyterLab + headless Chromium, every lesson.
+"""The students' path in a real browser: JupyterLab + headless Chromium, every lesson and lab.
 
 One JupyterLab server (from the project environment, on 127.0.0.1, a free port, a fresh
 token) serves a *copy* of ``notebooks/`` from a temporary folder, with its own config,
@@ -32,7 +32,8 @@ from pathlib import Path
 import pytest
 from conftest import blocks_in_order, documented_blocks, normalise_block
 
-from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, QUIET_ENV, lesson_notebooks
+from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, QUIET_ENV, lab_notebooks, lesson_notebooks
+from ragcourse.labs.dense import cache_dir
 
 pytestmark = pytest.mark.browser
 
@@ -46,6 +47,7 @@ REQUIRE_BROWSER = os.environ.get("RAGCOURSE_REQUIRE_BROWSER") == "1"
 SERVER_START_SECONDS = 90
 LESSON_OPEN_MS = 60_000
 LESSON_RUN_MS = 60_000  # restart + run all; a lesson should finish well inside this
+LAB_RUN_MS = 600_000    # a lab: seconds with a warm embedding cache, minutes with a cold one
 
 # Settings of the test server only (its own user-settings folder). "windowingMode": "none"
 # attaches every cell to the page, so long notebooks render fully and can be searched.
@@ -115,6 +117,8 @@ def _server_environment(home: Path, python: Path) -> dict[str, str]:
         "MPLCONFIGDIR": str(home / "matplotlib"),
         "PYTHONNOUSERSITE": "1",
         "PATH": os.pathsep.join([str(python.parent), env.get("PATH", "")]),
+        # the labs' embedding cache is shared with every other run: no text is embedded twice
+        "RAGCOURSE_CACHE_DIR": str(cache_dir()),
     })
     return env
 
@@ -376,7 +380,7 @@ def _screenshot(page, name: str) -> Path:
     return path
 
 
-def _problems(state: dict, lesson: int, kernel_text: str, python: Path) -> list[str]:
+def _problems(state: dict, name: str, blocks: list[str], kernel_text: str, python: Path) -> list[str]:
     """Everything wrong with what the browser shows after the run, in words."""
     problems = []
     run = state["run"]
@@ -398,7 +402,6 @@ def _problems(state: dict, lesson: int, kernel_text: str, python: Path) -> list[
         problems.append(f"error/stderr output on the page: {text!r:.300}")
 
     page_stdout = "".join(state["stdout"])
-    blocks = documented_blocks(lesson)
     shown_lines = {line.rstrip() for line in page_stdout.split("\n")}
     for number, found in enumerate(blocks_in_order(page_stdout, blocks), 1):
         if not found:
@@ -406,7 +409,7 @@ def _problems(state: dict, lesson: int, kernel_text: str, python: Path) -> list[
             missing = [line for line in block_lines if line not in shown_lines]
             detail = (f"first line not on the page: {missing[0]!r}" if missing else
                       "every line is on the page, but not contiguous or not in course order")
-            problems.append(f"documented block {lesson:02d}-{number} is not shown verbatim; {detail}")
+            problems.append(f"expected block {name}-{number} is not shown verbatim; {detail}")
 
     drawn = [image for image in state["images"] if image["complete"] and image["width"] > 0]
     if not drawn:
@@ -429,6 +432,20 @@ def _table_line(blocks: list[str]) -> str:
 # --------------------------------------------------------------------------------- tests
 
 LESSONS = lesson_notebooks()
+LABS = lab_notebooks()
+
+
+def stored_blocks(path: Path) -> list[str]:
+    """What a lab's committed notebook printed, cell by cell (cells nbval ignores left out)."""
+    blocks = []
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "code" or "NBVAL_IGNORE_OUTPUT" in "".join(cell["source"]):
+            continue
+        text = "".join("".join(o["text"]) for o in cell.get("outputs", [])
+                       if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        if text.strip():
+            blocks.append(text)
+    return blocks
 
 
 def test_server_is_isolated_and_configured(lab_server, page):
@@ -458,7 +475,21 @@ def test_server_is_isolated_and_configured(lab_server, page):
 @pytest.mark.parametrize("lesson", sorted(LESSONS), ids=[LESSONS[n].stem for n in sorted(LESSONS)])
 def test_lesson_runs_in_jupyterlab(lesson, lab_server, page):
     notebook = LESSONS[lesson]
-    path = f"notebooks/{notebook.name}"
+    run_in_jupyterlab(page, lab_server, f"notebooks/{notebook.name}", notebook, f"{lesson:02d}",
+                      documented_blocks(lesson), LESSON_RUN_MS, pictures=lesson == min(LESSONS))
+
+
+@pytest.mark.parametrize("lab", sorted(LABS), ids=[LABS[n].stem for n in sorted(LABS)])
+def test_lab_runs_in_jupyterlab(lab, lab_server, page):
+    """A lab as a student runs it: every cell ok, no stderr, its stored tables on the page, a figure."""
+    notebook = LABS[lab]
+    run_in_jupyterlab(page, lab_server, f"notebooks/labs/{notebook.name}", notebook, f"lab{lab:02d}",
+                      stored_blocks(notebook), LAB_RUN_MS, pictures=lab == min(LABS))
+
+
+def run_in_jupyterlab(page, lab_server, path: str, notebook: Path, name: str, blocks: list[str],
+                      run_ms: int, pictures: bool) -> None:
+    """Open ``path``, restart and run all, and check what the page shows against ``blocks``."""
     page.goto(f"{lab_server.base_url}/lab/tree/{path}?reset&token={lab_server.token}")
     try:
         opened = time.monotonic()
@@ -468,7 +499,7 @@ def test_lesson_runs_in_jupyterlab(lesson, lab_server, page):
         page.evaluate(START_RESTART_RUN_ALL)
         started = time.monotonic()
         page.locator(".jp-Dialog .jp-mod-accept").click(timeout=10_000)  # "Restart"
-        page.wait_for_function(RUN_FINISHED, timeout=LESSON_RUN_MS, polling=250)
+        page.wait_for_function(RUN_FINISHED, timeout=run_ms, polling=250)
         run_seconds = time.monotonic() - started
         page.wait_for_function(
             "() => Array.from(window.__lesson.content.node.querySelectorAll("
@@ -476,17 +507,17 @@ def test_lesson_runs_in_jupyterlab(lesson, lab_server, page):
 
         state = page.evaluate(NOTEBOOK_STATE)
         kernel_text = page.evaluate(KERNEL_PYTHON)
-        problems = _problems(state, lesson, kernel_text, project_python())
+        problems = _problems(state, name, blocks, kernel_text, project_python())
         _write_json(OUTPUT_DIR / f"{notebook.stem}.json", {
-            "lesson": lesson, "open_seconds": round(open_seconds, 2),
+            "notebook": name, "open_seconds": round(open_seconds, 2),
             "restart_run_all_seconds": round(run_seconds, 2),
             "code_cells": len(state["cells"]), "figures": len(state["images"]),
             "kernel": state["kernelName"], "kernel_python": kernel_text.split("\n")[:2],
-            "documented_blocks": len(documented_blocks(lesson)), "problems": problems})
+            "expected_blocks": len(blocks), "problems": problems})
         assert not problems, f"{notebook.name} in JupyterLab:\n  " + "\n  ".join(problems)
 
-        if lesson == min(LESSONS):  # pictures for a human to look at
-            anchor = _table_line(documented_blocks(lesson))
+        if pictures:  # pictures for a human to look at
+            anchor = _table_line(blocks)
             if anchor and page.evaluate(SCROLL_TO_TEXT, anchor):
                 _settle(page)
                 _screenshot(page, f"{notebook.stem}-table")

@@ -1,0 +1,73 @@
+"""Lab 02's dense numbers, recomputed now, equal the stored ones within a stated tolerance.
+
+A neural model's vectors can differ in their last bits across CPUs, thread counts and batch
+compositions (measured here: a few 1e-7 on unit vectors between one and two threads).
+Such a difference changes a printed recall only if it swaps two documents across a cut-off,
+which happens for at most a handful of queries; the tolerance is therefore counted in
+queries: two of the 527 self-retrieval queries, one of the 50 judged questions. TF-IDF and
+the lexical scorers need no tolerance: nbval compares their outputs exactly.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.labs.apidocs import load_corpus
+from ragcourse.labs.chunkers import TextChunk, chunk_corpus, word_windows
+from ragcourse.labs.dense import DenseEncoder
+from ragcourse.labs.queries import judged_questions, judgements, self_retrieval
+from ragcourse.labs.retrievers import DenseRetriever, measure, run_questions
+
+LAB = NOTEBOOKS_DIR / "labs" / "02-evaluation-chunks-and-dense.ipynb"
+SELF_QUERIES_TOLERATED, JUDGED_TOLERATED = 2, 1
+
+
+def stored_stdout() -> str:
+    cells = json.loads(LAB.read_text())["cells"]
+    return "".join("".join(o["text"]) for c in cells if c["cell_type"] == "code"
+                   for o in c.get("outputs", []) if o.get("name") == "stdout")
+
+
+def stored_self_lines(text: str) -> dict[str, dict[str, float]]:
+    """The dense self-retrieval lines (the second pair of layout lines in the lab)."""
+    lines = re.findall(r"^(whole-document|chunked)\s+(.*)$", text, flags=re.M)
+    dense = lines[2:4]
+    return {unit: {k: float(v) for k, v in re.findall(r"([a-z@0-9]+)=([0-9.]+)", rest)} for unit, rest in dense}
+
+
+def stored_judged_rows(text: str) -> dict[str, list[float]]:
+    return {unit: [float(x) for x in rest.split()]
+            for unit, rest in re.findall(r"^dense\s+(whole|chunked)\s+(.*)$", text, flags=re.M)}
+
+
+@pytest.fixture(scope="module")
+def now():
+    corpus = load_corpus()
+    encoder = DenseEncoder()
+    units = {"whole-document": [TextChunk(d.doc_id, 0, d.text) for d in corpus.documents],
+             "chunked": chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)}
+    retrievers = {unit: DenseRetriever(chunks, encoder) for unit, chunks in units.items()}
+    self_queries, judged = self_retrieval(corpus), judged_questions(corpus)
+    return ({unit: measure(run_questions(r, self_queries), judgements(self_queries)) for unit, r in retrievers.items()},
+            {unit: measure(run_questions(r, judged), judgements(judged)) for unit, r in retrievers.items()})
+
+
+def test_self_retrieval_within_two_queries(now):
+    stored = stored_self_lines(stored_stdout())
+    assert set(stored) == {"whole-document", "chunked"}
+    for unit, numbers in stored.items():
+        assert set(numbers) == {"recall@1", "recall@5", "recall@10", "mrr"}
+        for measure_name, value in numbers.items():
+            assert abs(now[0][unit][measure_name] - value) <= SELF_QUERIES_TOLERATED / 527 + 0.0005, measure_name
+
+
+def test_judged_within_one_question(now):
+    stored = stored_judged_rows(stored_stdout())
+    names = ["recall@1", "recall@5", "recall@10", "mrr", "ndcg@10"]
+    for unit, label in (("whole", "whole-document"), ("chunked", "chunked")):
+        for name, value in zip(names, stored[unit]):
+            assert abs(now[1][label][name] - value) <= JUDGED_TOLERATED / 50 + 0.0005, name
+

@@ -1,6 +1,6 @@
 """Finding the lesson notebooks and cleaning their metadata.
 
-Executing them (``run``, ``figures``, ``sweep``, ``refresh``) is ``ragcourse.runner``'s job;
+Executing them (``run``, ``figures``, ``sweep``, ``refresh``) is ``ragcourse.batch.runner``'s job;
 it starts every kernel with ``QUIET_ENV`` and stores outputs after ``clean_metadata``.
 """
 from __future__ import annotations

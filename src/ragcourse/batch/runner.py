@@ -350,7 +350,7 @@ class _Template:
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", "from ragcourse.runner import _template_main; _template_main()",
+            sys.executable, "-c", "from ragcourse.batch.runner import _template_main; _template_main()",
             *self.preload, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             env=self.env, cwd=self.cwd)
 

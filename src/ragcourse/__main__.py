@@ -7,11 +7,12 @@
   python -m ragcourse search "QUESTION" [--retriever lexical|bm25|tfidf|dense|hybrid] [-k 5] [--json]
   python -m ragcourse search --file QUESTIONS.txt [--retriever R] [-k 5]
 
-LESSON is a number (3 or 03) or a range (2-6); all lessons when none is given.
+LESSON is a number (3 or 03) or a range (2-6), or a Part 3 lab (lab1, lab1-2, labs); every
+lesson and lab when none is given (the sweep runs lessons only: the labs take no SEED).
 Exit status: 0 when every lesson ran, 1 when one failed, 2 for a bad argument,
 130 when interrupted.
 """
-# The engine lives in ragcourse.runner (and ragcourse.sweep); this module only parses
+# The engine lives in ragcourse.batch.runner (and ragcourse.batch.sweep); this module only parses
 # arguments, dispatches and prints.
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from .batch.notebooks import FIGURES_DIR, NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
+from .batch.notebooks import FIGURES_DIR, LABS_FOLDER, NOTEBOOKS_DIR, PROJECT_ROOT, lab_notebooks, lesson_notebooks
 from .labs import search_command
 
 SEED_LIMIT = 2 ** 32
@@ -129,6 +130,31 @@ def parse_lessons(values: list[str], available: dict[int, object]) -> list[int]:
     return sorted(chosen)
 
 
+def parse_selection(values: list[str], lessons: dict[int, object],
+                    labs: dict[int, object]) -> tuple[list[int], list[int]]:
+    """(lessons, labs) chosen by arguments such as ``3``, ``2-6``, ``lab1``, ``lab1-2`` or ``labs``.
+
+    No argument chooses every lesson and every lab.
+    """
+    if not values:
+        return sorted(lessons), sorted(labs)
+    lab_values = [v for v in values if v.lower().startswith("lab")]
+    lesson_values = [v for v in values if v not in lab_values]
+    chosen_lessons = parse_lessons(lesson_values, lessons) if lesson_values else []
+    chosen_labs: list[int] = []
+    for value in lab_values:
+        if value.lower() == "labs":
+            numbers = sorted(labs)
+        else:
+            try:
+                numbers = parse_lessons([value[3:]], labs)
+            except UsageError as error:
+                raise UsageError(str(error).replace("lesson", "lab").replace("argument LAB", "argument LESSON")
+                                 .replace(f"{value[3:]!r}", f"{value!r}")) from None
+        chosen_labs += [n for n in numbers if n not in chosen_labs]
+    return chosen_lessons, sorted(chosen_labs)
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The parser and its sub-parsers by command name."""
     parser = _Parser(prog="python -m ragcourse", description=__doc__,
@@ -141,7 +167,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                            help=f"output folder (default: {out}/)")
         p.add_argument("--jobs", type=jobs_value, default=None, metavar="N",
                        help="lessons executed at once (default: number of cores)")
-        p.add_argument("lessons", nargs="*", metavar="LESSON", help="3, 03 or 2-6 (default: all)")
+        p.add_argument("lessons", nargs="*", metavar="LESSON",
+                       help="3, 03 or 2-6; lab1, lab1-2 or labs for Part 3 (default: every lesson and lab)")
 
     p_run = sub.add_parser("run", help="execute lessons into DIR/notebooks and DIR/figures")
     p_run.add_argument("--seed", type=seed_value, default=None, metavar="S",
@@ -186,32 +213,46 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
     if args.command == "search":
         return _search(args, sub)
     notebooks = lesson_notebooks(Path(notebooks_dir))
+    labs = lab_notebooks(Path(notebooks_dir)) if args.command != "sweep" else {}
     try:
-        lessons = parse_lessons(args.lessons, notebooks)
+        if args.command == "sweep" and any(v.lower().startswith("lab") for v in args.lessons):
+            raise UsageError("argument LESSON: the labs take no SEED, so the sweep runs lessons only")
+        lessons, lab_numbers = parse_selection(args.lessons, notebooks, labs)
     except UsageError as error:
         sub.error(str(error))
-    if not lessons:
+    if not lessons and not lab_numbers:
         sub.error(f"argument LESSON: no lesson notebooks in {notebooks_dir}")
     chosen = {n: notebooks[n] for n in lessons}
+    chosen_labs = {n: labs[n] for n in lab_numbers}
     started = time.perf_counter()
 
     if args.command == "run":
         from .batch.runner import run_lessons, summary_table
 
-        outcomes = run_lessons(chosen, args.out, seed=args.seed, jobs=args.jobs)
+        outcomes = run_lessons(chosen, args.out, seed=args.seed, jobs=args.jobs) if chosen else []
+        if chosen_labs:   # the labs take no SEED; their outputs go to DIR/labs/
+            outcomes += run_lessons(chosen_labs, args.out / LABS_FOLDER, jobs=args.jobs, label="lab")
         print(summary_table(outcomes, time.perf_counter() - started))
-        print(f"notebooks in {args.out / 'notebooks'}, figures in {args.out / 'figures'}")
+        print(f"notebooks in {args.out / 'notebooks'}, figures in {args.out / 'figures'}"
+              + (f"; labs in {args.out / LABS_FOLDER}" if chosen_labs else ""))
         return 0 if all(o.ok for o in outcomes) else 1
 
     if args.command == "figures":
         from .batch.runner import regenerate_figures, summary_table
 
-        outcomes, written, unchanged, removed = regenerate_figures(
-            chosen, Path(figures_dir), jobs=args.jobs, every_lesson=not args.lessons)
+        groups = [(chosen, Path(figures_dir), ""), (chosen_labs, Path(figures_dir) / LABS_FOLDER, "lab")]
+        outcomes, report = [], []
+        for group, folder, label in groups:
+            if not group:
+                continue
+            done, written, unchanged, removed = regenerate_figures(
+                group, folder, jobs=args.jobs, every_lesson=not args.lessons, label=label)
+            outcomes += done
+            report.append(f"{folder}: {len(written)} written, {len(unchanged)} unchanged, {len(removed)} removed"
+                          + "".join(f"\n  wrote {name}" for name in written)
+                          + "".join(f"\n  removed {name}" for name in removed))
         print(summary_table(outcomes, time.perf_counter() - started))
-        print(f"{figures_dir}: {len(written)} written, {len(unchanged)} unchanged, {len(removed)} removed"
-              + "".join(f"\n  wrote {name}" for name in written)
-              + "".join(f"\n  removed {name}" for name in removed))
+        print("\n".join(report))
         return 0 if all(o.ok for o in outcomes) else 1
 
     if args.command == "sweep":
@@ -230,7 +271,9 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
 
     from .batch.runner import refresh_lessons, summary_table
 
-    outcomes = refresh_lessons(chosen, jobs=args.jobs)
+    outcomes = refresh_lessons(chosen, jobs=args.jobs) if chosen else []
+    if chosen_labs:
+        outcomes += refresh_lessons(chosen_labs, jobs=args.jobs, label="lab")
     print(summary_table(outcomes, time.perf_counter() - started))
     return 0 if all(o.ok for o in outcomes) else 1
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -243,6 +244,9 @@ def test_sweep_csv_holds_exactly_the_numbers_the_notebooks_recorded(tmp_path):
         status = main(["sweep", "--seeds", "1,2", "--out", str(out), "--jobs", "2"], notebooks_dir=folder)
     assert status == 0, capture.text
     with open(out / "sweep.csv", newline="") as stream:
+        header = next(csv.reader(stream))
+    assert header == ["lesson", "measure", "mean", "ci95", "min", "max", "n", "seed_1", "seed_2"]
+    with open(out / "sweep.csv", newline="") as stream:
         rows = list(csv.DictReader(stream))
     recorded = {seed: json.loads((out / f"seed-{seed}" / "results" / "01-headline.json").read_text())
                 for seed in (1, 2)}
@@ -253,11 +257,15 @@ def test_sweep_csv_holds_exactly_the_numbers_the_notebooks_recorded(tmp_path):
         assert [float(row["seed_1"]), float(row["seed_2"])] == values
         assert float(row["min"]) == min(values) and float(row["max"]) == max(values)
         assert float(row["mean"]) == sum(values) / 2
+        # 95% interval of the mean: t(0.975, 1 df) * s / sqrt(2), s the sample standard deviation
+        s = math.sqrt(sum((v - sum(values) / 2) ** 2 for v in values) / 1)
+        assert math.isclose(float(row["ci95"]), 12.706204736174707 * s / math.sqrt(2), rel_tol=1e-12)
     assert recorded[1]["seed"] == 1 and recorded[2]["seed"] == 2
     assert recorded[1]["numbers"] != recorded[2]["numbers"], "two seeds, two worlds"
     printed = capture.text.splitlines()
-    assert printed[0].split()[:6] == ["lesson", "measure", "mean", "min", "max", "n"]
+    assert printed[0].split() == ["lesson", "measure", "mean", "±95%", "min", "max", "n", "seed", "1", "seed", "2"]
     assert len({len(line) for line in printed[1:len(rows) + 1]}) <= 2  # fixed width (rstrip aside)
+    assert printed[len(rows) + 1].startswith("(±95%: half-width of the 95% interval of the mean, Student t")
     assert (out / "figures" / "01-sweep.svg").exists() and (out / "figures" / "01-sweep.png").exists()
 
 

@@ -1,0 +1,450 @@
+"""The course's hand-built search beside the libraries practitioners use (lessons 01-04, 06, 14).
+
+The lessons build every search by hand. The functions here run the same measurement
+with a library, so a notebook (or a test) can print the two side by side:
+
+* exhaustive search: ``faiss.IndexFlatIP`` (``flat_search``);
+* the bucket index: ``faiss.IndexIVFFlat``, either over the course's own
+  representatives (``ivf_over_representatives``: the same structure, built by the
+  library) or over centroids faiss trains itself with k-means (``trained_ivf``);
+* the neighbourhood graph: ``hnswlib`` (``hnsw_index``, ``hnsw_search``), whose
+  distance computations ``hnsw_replay`` counts by replaying the library's search;
+* retrieval measures: trec_eval through ``pytrec_eval`` (``trec_eval``).
+
+The libraries work in float32 and list equal scores in an order of their own, so the
+comparisons say what "the same" means: ``same_up_to_ties`` allows documents to trade
+places only when the course's (float64) scores of the two are exactly equal, and
+``ties_in_course_order`` puts a library's exact ties back in the course's order (lower
+index first). Plain vectors, indices and scores in (and a course ``BucketIndex``), plain
+lists out; nothing here knows the fictional world. Importing this module prints nothing
+and changes no setting.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Collection, Sequence
+
+import faiss
+import hnswlib
+import numpy as np
+import pytrec_eval
+
+from .index import BucketIndex
+
+Vector = Sequence[float]
+
+
+def as_float32(vectors: Sequence[Vector]) -> np.ndarray:
+    """The vectors as one C-ordered float32 matrix, the form faiss and hnswlib take."""
+    return np.ascontiguousarray(np.array([list(v) for v in vectors], dtype=np.float32))
+
+
+# ---------------------------------------------------------------- comparing rankings
+
+def same_up_to_ties(course_ids: Sequence[int], library_ids: Sequence[int], scores: Sequence[float]) -> bool:
+    """True when the two lists are equally long and, place by place, hold documents of exactly equal score.
+
+    ``scores`` are the course's scores of every document for this query. Equal lists
+    pass; a library that lists two exactly tied documents the other way round, or keeps
+    another member of a tie group at the cut, passes too; anything else fails.
+    """
+    return len(course_ids) == len(library_ids) and all(
+        scores[a] == scores[b] for a, b in zip(course_ids, library_ids))
+
+
+def ties_in_course_order(library_ids: Sequence[int], library_scores: Sequence[float], k: int) -> list[int]:
+    """The library's first ``k`` after sorting its own scores with the course's tie rule (lower index first).
+
+    Pass the library's complete list (every document), so that a tie group cut at
+    place ``k`` is complete too.
+    """
+    pairs = sorted(zip(library_scores, library_ids), key=lambda pair: (-pair[0], pair[1]))
+    return [int(i) for _, i in pairs[:k]]
+
+
+def tie_aware_recall(found: Sequence[int], reference: Sequence[int], scores: Sequence[float]) -> float:
+    """Share of ``reference`` matched by ``found``, a document counting for any reference document of equal score.
+
+    With no exact ties this is ``overlap_recall``; where documents share one score
+    (twin vectors), returning any of them is as good as returning another.
+    """
+    wanted = Counter(scores[i] for i in reference)
+    got = Counter(scores[i] for i in found)
+    return sum(min(count, got[score]) for score, count in wanted.items()) / len(reference)
+
+
+# ---------------------------------------------------------------- faiss: exhaustive search
+
+@dataclass(frozen=True)
+class LibraryResult:
+    """What a library search returned per query: ``ids`` and ``scores`` best first, and mean ``comparisons``."""
+
+    ids: tuple[tuple[int, ...], ...]
+    scores: tuple[tuple[float, ...], ...]
+    comparisons: float
+
+
+def _result(scores: np.ndarray, ids: np.ndarray, comparisons: float) -> LibraryResult:
+    kept = [[(float(s), int(i)) for s, i in zip(row_s, row_i) if i >= 0] for row_s, row_i in zip(scores, ids)]
+    return LibraryResult(ids=tuple(tuple(i for _, i in row) for row in kept),
+                         scores=tuple(tuple(s for s, _ in row) for row in kept), comparisons=comparisons)
+
+
+def flat_search(document_vectors: Sequence[Vector], query_vectors: Sequence[Vector], k: int) -> LibraryResult:
+    """``faiss.IndexFlatIP``: every query scored against every document by inner product, the best ``k`` kept."""
+    documents = as_float32(document_vectors)
+    index = faiss.IndexFlatIP(documents.shape[1])
+    index.add(documents)
+    scores, ids = index.search(as_float32(query_vectors), k)
+    return _result(scores, ids, float(len(documents)))
+
+
+@dataclass(frozen=True)
+class FlatComparison:
+    """The course's exhaustive top ``k`` beside ``faiss.IndexFlatIP``'s, over ``queries`` queries.
+
+    ``identical``: queries with the same documents in the same order; ``up_to_ties``:
+    the same except where exactly tied documents trade places (``same_up_to_ties``);
+    ``in_course_order``: identical once faiss's exact ties are put in the course's order
+    (``ties_in_course_order`` over faiss's complete list); ``largest_gap``: the largest
+    difference between a faiss score (float32) and the course's score of that document.
+    """
+
+    queries: int
+    identical: int
+    up_to_ties: int
+    in_course_order: int
+    largest_gap: float
+
+
+def compare_with_flat(course_top: Sequence[Sequence[int]], scores: Sequence[Sequence[float]],
+                      document_vectors: Sequence[Vector], query_vectors: Sequence[Vector]) -> FlatComparison:
+    """Run ``faiss.IndexFlatIP`` on the same vectors and compare it with the course's top lists.
+
+    ``course_top[n]`` is the course's top ``k`` for query ``n`` and ``scores[n]`` the
+    course's score of every document for it (the same inner product, in float64).
+    """
+    k = len(course_top[0])
+    top = flat_search(document_vectors, query_vectors, k)
+    complete = flat_search(document_vectors, query_vectors, len(document_vectors))
+    identical = up_to_ties = in_course_order = 0
+    gap = 0.0
+    for n, ours in enumerate(course_top):
+        theirs = top.ids[n]
+        identical += list(ours) == list(theirs)
+        up_to_ties += same_up_to_ties(ours, theirs, scores[n])
+        in_course_order += list(ours) == ties_in_course_order(complete.ids[n], complete.scores[n], k)
+        gap = max([gap] + [abs(s - scores[n][i]) for i, s in zip(theirs, top.scores[n])])
+    return FlatComparison(len(course_top), identical, up_to_ties, in_course_order, gap)
+
+
+# ---------------------------------------------------------------- faiss: inverted lists
+
+def ivf_over_representatives(document_vectors: Sequence[Vector], representatives: Sequence[int]) -> faiss.IndexIVFFlat:
+    """``faiss.IndexIVFFlat`` whose coarse centroids are the given documents: the course's bucket index, built by faiss.
+
+    No training: the quantizer holds the representatives' vectors, and ``add`` puts each
+    document in the list of its most similar representative.
+    """
+    documents = as_float32(document_vectors)
+    quantizer = faiss.IndexFlatIP(documents.shape[1])
+    quantizer.add(documents[list(representatives)])
+    index = faiss.IndexIVFFlat(quantizer, documents.shape[1], len(representatives), faiss.METRIC_INNER_PRODUCT)
+    index.add(documents)
+    return index
+
+
+def trained_ivf(document_vectors: Sequence[Vector], lists: int, seed: int) -> faiss.IndexIVFFlat:
+    """``faiss.IndexIVFFlat`` over ``lists`` centroids found by faiss's own k-means (seeded, spherical for inner product).
+
+    The corpus is small, so faiss's minimum of training points per centroid is lowered
+    to one (otherwise it warns); everything else is the library's default.
+    """
+    documents = as_float32(document_vectors)
+    quantizer = faiss.IndexFlatIP(documents.shape[1])
+    index = faiss.IndexIVFFlat(quantizer, documents.shape[1], lists, faiss.METRIC_INNER_PRODUCT)
+    index.cp.seed = seed
+    index.cp.min_points_per_centroid = 1
+    index.train(documents)
+    index.add(documents)
+    return index
+
+
+def list_members(index: faiss.IndexIVFFlat) -> list[list[int]]:
+    """The document numbers in each inverted list, ascending."""
+    lists = index.invlists
+    return [sorted(int(i) for i in faiss.rev_swig_ptr(lists.get_ids(b), lists.list_size(b)))
+            if lists.list_size(b) else [] for b in range(index.nlist)]
+
+
+def ivf_search(index: faiss.IndexIVFFlat, query_vectors: Sequence[Vector], probes: int, k: int) -> LibraryResult:
+    """Search with ``nprobe = probes``; comparisons are the centroids plus the list entries faiss scored (its own count)."""
+    queries = as_float32(query_vectors)
+    index.nprobe = probes
+    stats = faiss.cvar.indexIVF_stats
+    stats.reset()
+    scores, ids = index.search(queries, k)
+    return _result(scores, ids, (len(queries) * index.nlist + stats.ndis) / len(queries))
+
+
+@dataclass(frozen=True)
+class BucketComparison:
+    """The course's bucket index beside ``faiss.IndexIVFFlat`` over the same representatives, at one ``probes``.
+
+    ``same_lists``: every bucket holds the same documents as faiss's inverted list;
+    ``other_probes``: queries for which faiss opened other lists, and ``probe_ties``
+    whether each of those differences is an exact tie between representatives;
+    ``up_to_ties``: queries whose top ``k`` agree up to exact ties; the mean
+    ``comparisons`` per query of both (representatives or centroids, plus candidates).
+    """
+
+    queries: int
+    same_lists: bool
+    other_probes: int
+    probe_ties: bool
+    up_to_ties: int
+    course_comparisons: float
+    library_comparisons: float
+
+
+def compare_with_ivf(bucket_index: BucketIndex, query_vectors: Sequence[Vector], probes: int, k: int,
+                     scores: Sequence[Sequence[float]]) -> BucketComparison:
+    """Build ``ivf_over_representatives`` from a course ``BucketIndex`` and search both with ``probes`` and ``k``.
+
+    ``scores[n]`` holds the course's cosine of query ``n`` with every document.
+    """
+    vectors = bucket_index.vectors
+    index = ivf_over_representatives(vectors, bucket_index.representatives)
+    same_lists = list_members(index) == [list(members) for members in bucket_index.members]
+    library = ivf_search(index, query_vectors, probes, k)
+    _, opened = index.quantizer.search(as_float32(query_vectors), probes)
+    other_probes, probe_ties, up_to_ties, comparisons = 0, True, 0, 0
+    for n, query_vector in enumerate(query_vectors):
+        order = bucket_index.bucket_order(query_vector)[:probes]
+        if sorted(order) != sorted(int(b) for b in opened[n]):
+            other_probes += 1
+            representative_scores = [scores[n][r] for r in bucket_index.representatives]
+            probe_ties = probe_ties and same_up_to_ties(order, [int(b) for b in opened[n]], representative_scores)
+        ours = bucket_index.search(query_vector, probes, k)
+        comparisons += ours.comparisons
+        up_to_ties += same_up_to_ties(ours.ids, library.ids[n], scores[n])
+    return BucketComparison(len(query_vectors), same_lists, other_probes, probe_ties, up_to_ties,
+                            comparisons / len(query_vectors), library.comparisons)
+
+
+# ---------------------------------------------------------------- hnswlib
+
+def hnsw_index(document_vectors: Sequence[Vector], links: int, ef_construction: int, seed: int) -> hnswlib.Index:
+    """An ``hnswlib`` index (inner-product space) with ``M = links``, built on one thread so that ``seed`` fixes the graph."""
+    documents = as_float32(document_vectors)
+    index = hnswlib.Index(space="ip", dim=documents.shape[1])
+    index.init_index(max_elements=len(documents), ef_construction=ef_construction, M=links, random_seed=seed)
+    index.add_items(documents, np.arange(len(documents)), num_threads=1)
+    return index
+
+
+def hnsw_search(index: hnswlib.Index, query_vectors: Sequence[Vector], k: int, ef: int) -> LibraryResult:
+    """``knn_query`` at search breadth ``ef``; scores are inner products (hnswlib reports ``1 - ip``). No comparison count."""
+    index.set_ef(ef)
+    ids, distances = index.knn_query(as_float32(query_vectors), k=k, num_threads=1)
+    return _result(1.0 - distances.astype(np.float64), ids, float("nan"))
+
+
+class _Heap:
+    """``std::priority_queue`` of libstdc++ on (key, id) pairs ordered by key alone, ties as the C++ heap leaves them."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[float, int]] = []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def top(self) -> tuple[float, int]:
+        return self.items[0]
+
+    def _sift_up(self, hole: int, top: int, value: tuple[float, int]) -> None:
+        items = self.items
+        parent = (hole - 1) // 2
+        while hole > top and items[parent][0] < value[0]:
+            items[hole] = items[parent]
+            hole = parent
+            parent = (hole - 1) // 2
+        items[hole] = value
+
+    def push(self, value: tuple[float, int]) -> None:
+        self.items.append(value)
+        self._sift_up(len(self.items) - 1, 0, value)
+
+    def pop(self) -> None:
+        items = self.items
+        last = items.pop()
+        length = len(items)
+        if not length:
+            return
+        hole, child = 0, 0
+        while child < (length - 1) // 2:
+            child = 2 * (child + 1)
+            if items[child][0] < items[child - 1][0]:
+                child -= 1
+            items[hole] = items[child]
+            hole = child
+        if length % 2 == 0 and child == (length - 2) // 2:
+            child = 2 * (child + 1)
+            items[hole] = items[child - 1]
+            hole = child - 1
+        self._sift_up(hole, 0, last)
+
+
+@dataclass(frozen=True)
+class HnswGraph:
+    """The graph an ``hnswlib`` index built, read from its own serialised state.
+
+    ``layer0[i]`` lists the layer-0 links of internal node ``i``; ``upper[(i, level)]``
+    its links on a higher layer; ``labels[i]`` the id it was added with; ``entry`` and
+    ``top_level`` are where every search starts.
+    """
+
+    entry: int
+    top_level: int
+    layer0: tuple[tuple[int, ...], ...]
+    upper: dict[tuple[int, int], tuple[int, ...]]
+    labels: tuple[int, ...]
+    vectors: np.ndarray
+    space: str
+
+    @property
+    def links(self) -> int:
+        """Stored (directed) links over all layers."""
+        return sum(len(n) for n in self.layer0) + sum(len(n) for n in self.upper.values())
+
+
+def hnsw_graph(index: hnswlib.Index) -> HnswGraph:
+    """Read the layers, links, labels and vectors out of ``index.__getstate__()`` (hnswlib's pickle format)."""
+    state = index.__getstate__()[0]
+    n, dim = state["cur_element_count"], state["dim"]
+    per_element, label_offset, data_offset = (state["size_data_per_element"], state["label_offset"],
+                                              state["offset_data"])
+    level0 = state["data_level0"].view(np.uint8)[:n * per_element].reshape(n, per_element)
+    upper_bytes, per_level = state["link_lists"].view(np.uint8), state["size_links_per_element"]
+
+    def read(raw: np.ndarray) -> tuple[int, ...]:
+        count = int(raw[:2].copy().view(np.uint16)[0])
+        return tuple(raw[4:4 + 4 * count].copy().view(np.uint32).astype(np.int64).tolist())
+
+    upper: dict[tuple[int, int], tuple[int, ...]] = {}
+    position = 0
+    for node, levels in enumerate(state["element_levels"].tolist()):
+        for level in range(1, levels + 1):
+            upper[(node, level)] = read(upper_bytes[position:position + per_level])
+            position += per_level
+    labels = level0[:, label_offset:label_offset + 8].copy().view(np.uint64).ravel().astype(np.int64)
+    return HnswGraph(entry=int(state["enterpoint_node"]), top_level=int(state["max_level"]),
+                     layer0=tuple(read(level0[i]) for i in range(n)), upper=upper,
+                     labels=tuple(labels.tolist()),
+                     vectors=level0[:, data_offset:data_offset + 4 * dim].copy().view(np.float32),
+                     space=state["space"])
+
+
+@dataclass(frozen=True)
+class HnswReplay:
+    """hnswlib's search replayed step by step: ``ids`` per query (as ``knn_query`` orders them) and ``comparisons`` per query."""
+
+    ids: tuple[tuple[int, ...], ...]
+    comparisons: tuple[int, ...]
+
+
+def hnsw_replay(index: hnswlib.Index, query_vectors: Sequence[Vector], k: int, ef: int) -> HnswReplay:
+    """Replay ``searchKnn`` of hnswlib 0.8.0 over the graph the index built, counting every distance it computes.
+
+    hnswlib's Python interface does not report how many distances a query costs. This
+    function reads the graph from the index's own state (``hnsw_graph``), takes every
+    query-document distance from ``hnswlib.BFIndex`` (the same distance function, so the
+    same float32 values), and follows the library's search: greedy descent through the
+    upper layers, then the best-first search of layer 0 with a candidate queue and a
+    result queue of ``max(ef, k)`` entries, both kept as the C++ binary heaps keep them.
+    One comparison per distance computed: the entry point once per phase, every link
+    read in the upper layers, every not-yet-visited neighbour in layer 0. Check ``ids``
+    against ``hnsw_search`` before trusting the counts.
+    """
+    graph = hnsw_graph(index)
+    n = len(graph.layer0)
+    brute = hnswlib.BFIndex(space=graph.space, dim=graph.vectors.shape[1])
+    brute.init_index(max_elements=n)
+    brute.add_items(graph.vectors, np.arange(n))
+    all_ids, all_distances = brute.knn_query(as_float32(query_vectors), k=n)
+    width = max(ef, k)
+    found, counts = [], []
+    for row_ids, row_distances in zip(all_ids, all_distances):
+        distance = dict(zip(row_ids.tolist(), row_distances.tolist()))
+        current = graph.entry
+        current_distance, comparisons = distance[current], 1
+        for level in range(graph.top_level, 0, -1):
+            changed = True
+            while changed:
+                changed = False
+                for candidate in graph.upper[(current, level)]:
+                    comparisons += 1
+                    if distance[candidate] < current_distance:
+                        current, current_distance, changed = candidate, distance[candidate], True
+        top, queue = _Heap(), _Heap()
+        entry_distance = distance[current]
+        comparisons += 1
+        top.push((entry_distance, current))
+        queue.push((-entry_distance, current))
+        bound, visited = entry_distance, {current}
+        while len(queue):
+            negative, node = queue.top()
+            if -negative > bound:
+                break
+            queue.pop()
+            for neighbour in graph.layer0[node]:
+                if neighbour in visited:
+                    continue
+                visited.add(neighbour)
+                d = distance[neighbour]
+                comparisons += 1
+                if len(top) < width or bound > d:
+                    queue.push((-d, neighbour))
+                    top.push((d, neighbour))
+                    if len(top) > width:
+                        top.pop()
+                    bound = top.top()[0]
+        while len(top) > k:
+            top.pop()
+        found.append(tuple(label for _, label in sorted((d, graph.labels[node]) for d, node in top.items)))
+        counts.append(comparisons)
+    return HnswReplay(ids=tuple(found), comparisons=tuple(counts))
+
+
+# ---------------------------------------------------------------- trec_eval
+
+def trec_eval(rankings: Sequence[Sequence[int]], relevant: Sequence[Collection[int]],
+              measures: Collection[str]) -> dict[str, float]:
+    """Mean of each trec_eval measure (``pytrec_eval`` names such as ``P_5``, ``recall_20``, ``success_1``) over the queries.
+
+    Query ``n`` ranks ``rankings[n]`` (best first) and its relevant documents are
+    ``relevant[n]`` (every one must have at least one). trec_eval sorts a run by score,
+    so each document gets the score ``len(ranking) - place``: trec_eval then reads the
+    course's order exactly, ties included. Measures are asked for in trec_eval's own
+    syntax (``P.5``), built from the names.
+    """
+    if len(rankings) != len(relevant) or not rankings:
+        raise ValueError("rankings and relevant must be non-empty lists of the same length")
+    if any(not r for r in relevant):
+        raise ValueError("every query needs at least one relevant document (trec_eval skips the others)")
+    names = list(measures)
+    requested: dict[str, list[str]] = {}
+    for name in names:
+        base, _, cutoff = name.rpartition("_") if name[-1].isdigit() else (name, "", "")
+        requested.setdefault(base, [])
+        if cutoff:
+            requested[base].append(cutoff)
+    asked = {base + ("." + ",".join(cutoffs) if cutoffs else "") for base, cutoffs in requested.items()}
+    qrels = {f"q{n}": {str(i): 1 for i in sorted(r)} for n, r in enumerate(relevant)}
+    run = {f"q{n}": {str(i): float(len(ranking) - place) for place, i in enumerate(ranking)}
+           for n, ranking in enumerate(rankings)}
+    per_query = pytrec_eval.RelevanceEvaluator(qrels, asked).evaluate(run)
+    if len(per_query) != len(rankings):
+        raise ValueError(f"trec_eval scored {len(per_query)} of {len(rankings)} queries")
+    return {name: sum(per_query[f"q{n}"][name] for n in range(len(rankings))) / len(rankings) for name in names}

@@ -20,17 +20,20 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 	@touch $(STAMP)
 
-## Run every lesson (executed copies and figures go to build/)
+## Run every lesson and lab (executed copies and figures go to build/)
 course: $(STAMP)
 	$(PY) -m ragcourse run
+	$(PY) -m ragcourse run labs
 
-## Regenerate figures/ at the course seed (instructors)
+## Regenerate figures/ at the course seed, and figures/labs/ (instructors)
 figures: $(STAMP)
 	$(PY) -m ragcourse figures
+	$(PY) -m ragcourse figures labs
 
 ## Re-execute notebooks in place to refresh their stored outputs (maintainers)
 refresh: $(STAMP)
 	$(PY) -m ragcourse refresh
+	$(PY) -m ragcourse refresh labs
 
 ## All tests: package, nbval, documented outputs, hygiene, other seeds, command line, browser
 test: $(STAMP)

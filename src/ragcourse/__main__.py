@@ -8,7 +8,7 @@
   python -m ragcourse search --file QUESTIONS.txt [--retriever R] [-k 5]
 
 LESSON is a number (3 or 03) or a range (2-6), or a Part 3 lab (lab1, lab1-2, labs); every
-lesson and lab when none is given (the sweep runs lessons only: the labs take no SEED).
+lesson when none is given (the sweep runs lessons only: the labs take no SEED).
 Exit status: 0 when every lesson ran, 1 when one failed, 2 for a bad argument,
 130 when interrupted.
 """
@@ -134,10 +134,10 @@ def parse_selection(values: list[str], lessons: dict[int, object],
                     labs: dict[int, object]) -> tuple[list[int], list[int]]:
     """(lessons, labs) chosen by arguments such as ``3``, ``2-6``, ``lab1``, ``lab1-2`` or ``labs``.
 
-    No argument chooses every lesson and every lab.
+    No argument chooses the sixteen lessons (as before Part 3); ``labs`` adds every lab.
     """
     if not values:
-        return sorted(lessons), sorted(labs)
+        return sorted(lessons), []
     lab_values = [v for v in values if v.lower().startswith("lab")]
     lesson_values = [v for v in values if v not in lab_values]
     chosen_lessons = parse_lessons(lesson_values, lessons) if lesson_values else []
@@ -168,7 +168,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         p.add_argument("--jobs", type=jobs_value, default=None, metavar="N",
                        help="lessons executed at once (default: number of cores)")
         p.add_argument("lessons", nargs="*", metavar="LESSON",
-                       help="3, 03 or 2-6; lab1, lab1-2 or labs for Part 3 (default: every lesson and lab)")
+                       help="3, 03 or 2-6; lab1, lab1-2 or labs for Part 3 (default: every lesson)")
 
     p_run = sub.add_parser("run", help="execute lessons into DIR/notebooks and DIR/figures")
     p_run.add_argument("--seed", type=seed_value, default=None, metavar="S",

@@ -1,0 +1,217 @@
+"""The chunkers of lab 03: token windows, recursive splitting, one chunk per section, sentences.
+
+- ``token_windows``: windows of a fixed number of tokens of the embedding model's own
+  tokenizer, each starting ``size - overlap`` tokens after the last. The tokenizer is passed
+  in as a function from a text to the character span of every token, so a chunk is a slice
+  of the original text (nothing is decoded back from token ids).
+- ``recursive_split``: written out here, it tries the separators in order (section,
+  paragraph, sentence, word, character) and merges the pieces up to ``chunk_size``
+  characters; it is the algorithm of langchain's ``RecursiveCharacterTextSplitter`` with
+  ``keep_separator=True`` (a separator stays at the start of the piece that follows it) and
+  ``strip_whitespace=True``, and ``tests/labs/test_lab03_splitters.py`` holds the two equal.
+- ``section_chunks``: one chunk per numpydoc section, plus one for the name and signature;
+  each keeps its heading path ``doc_id > Section`` as metadata.
+- ``sentence_units``: pysbd's sentences of every paragraph, with the section they sit in.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..lesson.params import check_int
+from .chunkers import TextChunk
+
+SECTION_MARK = "\n\n## "
+RECURSIVE_SEPARATORS: tuple[str, ...] = (SECTION_MARK, "\n\n", ". ", " ", "")
+HEAD_HEADING = "Signature"
+
+Spans = Callable[[str], Sequence[tuple[int, int]]]
+
+
+@dataclass(frozen=True)
+class HeadedChunk(TextChunk):
+    """A chunk that knows the section it comes from (``heading``) and that section's number."""
+
+    heading: str = ""
+    section: int = 0
+
+    @property
+    def heading_path(self) -> str:
+        """Where the chunk sits: ``doc_id > Section``."""
+        return f"{self.doc_id} > {self.heading}"
+
+
+def markdown_text(document) -> str:
+    """A page as the recursive splitter reads it: the name and signature, then ``## Heading`` per section."""
+    head = document.text.split("\n\n", 1)[0]
+    return head + "".join(f"{SECTION_MARK}{s.heading}\n\n{s.text}" for s in document.sections)
+
+
+def _split_keeping(text: str, separator: str) -> list[str]:
+    """``text`` cut before every ``separator`` (which stays at the start of its piece); no empty pieces."""
+    if not separator:
+        return list(text)
+    parts = re.split(f"({re.escape(separator)})", text)
+    pieces = [parts[0]] + [parts[i] + parts[i + 1] for i in range(1, len(parts) - 1, 2)]
+    return [p for p in pieces if p]
+
+
+def _merge(pieces: Sequence[str], chunk_size: int, chunk_overlap: int, length: Callable[[str], int]) -> list[str]:
+    """Consecutive pieces joined while they fit in ``chunk_size``; the tail of one chunk may start the next."""
+    chunks: list[str] = []
+    current: list[str] = []
+    total = 0
+    for piece in pieces:
+        size = length(piece)
+        if total + size > chunk_size and current:
+            joined = "".join(current).strip()
+            if joined:
+                chunks.append(joined)
+            while total > chunk_overlap or (total + size > chunk_size and total > 0):
+                total -= length(current[0])
+                current = current[1:]
+        current.append(piece)
+        total += size
+    joined = "".join(current).strip()
+    if joined:
+        chunks.append(joined)
+    return chunks
+
+
+def recursive_split(text: str, chunk_size: int, separators: Sequence[str] = RECURSIVE_SEPARATORS,
+                    chunk_overlap: int = 0, length: Callable[[str], int] = len) -> list[str]:
+    """Pieces of at most ``chunk_size`` (by ``length``) cut at the first separator that occurs.
+
+    A piece still too long is split again with the separators after the one used; pieces
+    that fit are merged back, in order, up to ``chunk_size``. The empty separator cuts
+    between characters, so with it last no chunk is longer than ``chunk_size``.
+    """
+    check_int("chunk_size", chunk_size, 1, 10 ** 9)
+    check_int("chunk_overlap", chunk_overlap, 0, chunk_size)
+    return _recursive(text, list(separators), chunk_size, chunk_overlap, length)
+
+
+def _recursive(text: str, separators: list[str], chunk_size: int, chunk_overlap: int,
+               length: Callable[[str], int]) -> list[str]:
+    separator, rest = separators[-1], []
+    for number, candidate in enumerate(separators):
+        if not candidate:
+            separator = candidate
+            break
+        if candidate in text:
+            separator, rest = candidate, separators[number + 1:]
+            break
+    chunks: list[str] = []
+    fitting: list[str] = []
+    for piece in _split_keeping(text, separator):
+        if length(piece) < chunk_size:
+            fitting.append(piece)
+            continue
+        if fitting:
+            chunks += _merge(fitting, chunk_size, chunk_overlap, length)
+            fitting = []
+        chunks += _recursive(piece, rest, chunk_size, chunk_overlap, length) if rest else [piece]
+    if fitting:
+        chunks += _merge(fitting, chunk_size, chunk_overlap, length)
+    return chunks
+
+
+def recursive_chunks(document, chunk_size: int = 800) -> list[HeadedChunk]:
+    """A page's recursive chunks (``markdown_text``, the course's separators, no overlap).
+
+    Each chunk carries, as its ``heading``, the headings of the sections it overlaps, joined
+    by commas (``Signature`` when it holds only the name and signature), found by locating
+    the chunk in the page's text; ``section`` is the first of them.
+    """
+    text = markdown_text(document)
+    bounds = [(0, HEAD_HEADING, 0)]
+    cursor = 0
+    for number, section in enumerate(document.sections, start=1):
+        cursor = text.index(f"{SECTION_MARK}{section.heading}\n\n", cursor)
+        bounds.append((cursor + 2, section.heading, number))
+        cursor += 1
+    ends = [start for start, _, _ in bounds[1:]] + [len(text)]
+    chunks = []
+    cursor = 0
+    for position, piece in enumerate(recursive_split(text, chunk_size)):
+        found = text.find(piece, cursor)
+        at = found if found >= 0 else cursor
+        touched = [(name, number) for (start, name, number), end in zip(bounds, ends)
+                   if start < at + len(piece) and at < end]
+        if len(touched) > 1 and touched[0][1] == 0:
+            touched = touched[1:]
+        chunks.append(HeadedChunk(document.doc_id, position, piece, heading=", ".join(n for n, _ in touched),
+                                  section=touched[0][1]))
+        cursor = at + 1
+    return chunks
+
+
+def token_windows(doc_id: str, text: str, spans: Spans, size: int = 200, overlap: int = 40) -> list[TextChunk]:
+    """Windows of ``size`` tokens, each ``size - overlap`` tokens after the last, as slices of ``text``.
+
+    ``spans(text)`` gives each token's ``(start, end)`` characters. A text of at most
+    ``size`` tokens is one chunk; the last window ends at the last token.
+    """
+    check_int("size", size, 1, 10 ** 6)
+    check_int("overlap", overlap, 0, size - 1)
+    tokens = [(a, b) for a, b in spans(text) if b > a]
+    if not tokens:
+        return [TextChunk(doc_id, 0, text)]
+    chunks = []
+    start = 0
+    while True:
+        window = tokens[start:start + size]
+        chunks.append(TextChunk(doc_id, len(chunks), text[window[0][0]:window[-1][1]]))
+        if start + size >= len(tokens):
+            return chunks
+        start += size - overlap
+
+
+def tokenizer_spans(tokenizer) -> Spans:
+    """A Hugging Face fast tokenizer as ``spans``: character offsets of its tokens, no special tokens."""
+    def spans(text: str) -> list[tuple[int, int]]:
+        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                            truncation=False, verbose=False)
+        return [tuple(pair) for pair in encoded["offset_mapping"]]
+    return spans
+
+
+def section_chunks(document) -> list[HeadedChunk]:
+    """One chunk for the name and signature, then one per section (heading in the metadata only)."""
+    head = document.text.split("\n\n", 1)[0]
+    chunks = [HeadedChunk(document.doc_id, 0, head, heading=HEAD_HEADING, section=0)]
+    for number, section in enumerate(document.sections, start=1):
+        chunks.append(HeadedChunk(document.doc_id, number, section.text, heading=section.heading, section=number))
+    return chunks
+
+
+def with_header(chunk: HeadedChunk, title: str) -> HeadedChunk:
+    """The chunk with its page's title and heading path written in front of its text."""
+    text = f"{title}\n{chunk.heading_path}\n\n{chunk.text}"
+    return HeadedChunk(chunk.doc_id, chunk.position, text, heading=chunk.heading, section=chunk.section)
+
+
+def sentence_units(document, segment: Callable[[str], list[str]]) -> list[HeadedChunk]:
+    """Every sentence of a page, in order; ``section`` says which ``section_chunks`` parent holds it.
+
+    The lines of a paragraph are joined by spaces first (numpydoc wraps its text), then
+    ``segment`` (pysbd in the lab) cuts the paragraph into sentences.
+    """
+    units: list[HeadedChunk] = []
+    for parent in section_chunks(document):
+        for paragraph in parent.text.split("\n\n"):
+            flat = " ".join(line.strip() for line in paragraph.splitlines() if line.strip())
+            for sentence in segment(flat) if flat else []:
+                sentence = sentence.strip()
+                if sentence:
+                    units.append(HeadedChunk(document.doc_id, len(units), sentence,
+                                             heading=parent.heading, section=parent.section))
+    return units
+
+
+def pysbd_segmenter() -> Callable[[str], list[str]]:
+    """pysbd's English sentence segmenter, text left as it is (``clean=False``)."""
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False).segment

@@ -1,0 +1,87 @@
+"""Lab 03's permission filters: no retriever ever returns a page its user may not see."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragcourse.labs.chunkers import TextChunk
+from ragcourse.labs.filters import depth_for, facets, late_filter, permission
+from ragcourse.labs.practice import METHODS, ChunkSearch
+from ragcourse.labs.retrievers import Bm25Retriever, DenseRetriever
+
+MODULES = ("numpy", "numpy.random", "numpy.linalg", "numpy.fft")
+KINDS = ("function", "ufunc", "class", "method")
+WORDS = ("array", "random", "matrix", "inverse", "normal", "sort", "fourier", "axis", "shuffle", "norm")
+
+
+@dataclass(frozen=True)
+class Page:
+    doc_id: str
+    module: str
+    kind: str
+
+
+PAGES = [Page(f"p{n:02d}", MODULES[n % 4], KINDS[(n // 4) % 4]) for n in range(24)]
+CHUNKS = [TextChunk(p.doc_id, position, " ".join(WORDS[(n * 3 + position * 7 + j) % len(WORDS)] for j in range(4)))
+          for n, p in enumerate(PAGES) for position in range(2)]
+
+
+class FakeEncoder:
+    """Deterministic unit vectors from word hashes: the dense path without the model."""
+
+    def encode(self, texts):
+        rows = []
+        for text in texts:
+            vector = np.zeros(16)
+            for word in text.split() or [""]:
+                vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % 16] += 1.0
+            rows.append(vector / np.linalg.norm(vector))
+        return np.array(rows, dtype=np.float32).reshape(len(texts), 16)
+
+
+SEARCH = ChunkSearch(Bm25Retriever(CHUNKS), DenseRetriever(CHUNKS, FakeEncoder()))
+
+
+users = st.builds(lambda modules, kinds: permission("user", modules or None, kinds),
+                  st.lists(st.sampled_from(MODULES), unique=True, max_size=4),
+                  st.lists(st.sampled_from(KINDS), unique=True, max_size=3))
+questions = st.lists(st.sampled_from(WORDS + ("nothing", "zzz")), min_size=1, max_size=5).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(users, questions, st.sampled_from(METHODS), st.sampled_from([None, 3, 10]), st.sampled_from([10, 60]))
+def test_no_result_holds_a_page_its_user_may_not_see(user, question, method, depth, constant):
+    visible = user.visible(PAGES)
+    hits = SEARCH.pages(question, method, allowed=visible, constant=constant, depth=depth)
+    assert all(hit.doc_id in visible for hit in hits)
+    assert len({h.doc_id for h in hits}) == len(hits)
+    if depth is None:
+        # Inside the search, every visible page is still ranked: the filter only removes.
+        assert {h.doc_id for h in hits} == set(visible)
+    assert all(p in visible for p in late_filter([h.doc_id for h in SEARCH.pages(question, method)], visible, 5))
+
+
+def test_permissions_facets_and_late_filter():
+    user = permission("linalg + fft", ["numpy.linalg", "numpy.fft"], ["class"])
+    assert user.visible(PAGES) == {p.doc_id for p in PAGES if p.module in ("numpy.linalg", "numpy.fft")
+                                   and p.kind != "class"}
+    assert permission("everything").visible(PAGES) == {p.doc_id for p in PAGES}
+    with pytest.raises(ValueError, match="modules"):
+        permission("nobody", [])
+    assert facets(PAGES, "module") == {m: 6 for m in sorted(MODULES)}
+    with pytest.raises(ValueError, match="field"):
+        facets(PAGES, "date")
+    ranked = ["a", "b", "c", "d", "e", "f"]
+    assert late_filter(ranked, frozenset({"b", "f"}), 5) == ["b"]
+    assert depth_for(ranked, frozenset({"b", "f"}), 2) == 6
+    assert depth_for(ranked, frozenset({"b"}), 2) is None
+
+
+def test_bad_method_names_the_parameter():
+    with pytest.raises(ValueError, match="method"):
+        SEARCH.pages("array", "lexical")

@@ -91,3 +91,24 @@ def test_the_module_entry_point_exits_2_with_one_line():
                           capture_output=True, text=True)
     assert done.returncode == 2 and done.stdout == "" and "-k" in done.stderr
     assert search_command.MAX_K == 1000
+
+
+@pytest.mark.parametrize("retriever", ["bm25", "dense", "hybrid"])
+def test_filters_apply_inside_the_search(retriever, capsys):
+    status, out, _ = run(["draw a random matrix and its values", "--retriever", retriever, "-k", "5", "--json",
+                          "--user", "linalg + fft"], capsys)
+    results = json.loads(out)["results"]
+    assert status == 0 and len(results) == 5   # filtered before the cut: still five pages
+    assert all(r["doc_id"].startswith(("numpy.linalg.", "numpy.fft.")) for r in results)
+    status, out, _ = run(["invert a matrix", "--retriever", retriever, "-k", "3", "--json",
+                          "--where", "module=numpy.linalg", "--where", "kind=function"], capsys)
+    assert all(r["doc_id"].startswith("numpy.linalg.") for r in json.loads(out)["results"])
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["x", "--where", "module=numpy.ma"], "--where"), (["x", "--where", "colour=red"], "--where"),
+    (["x", "--where", "module"], "--where"), (["x", "--user", "bob"], "--user"),
+])
+def test_bad_filters_name_themselves(argv, named, capsys):
+    status, out, err = run(argv, capsys)
+    assert status == 2 and out == "" and named in err and len(err.strip().splitlines()) == 1

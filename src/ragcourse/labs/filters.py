@@ -61,3 +61,34 @@ def depth_for(page_ids: Sequence[str], visible: frozenset[str], k: int) -> int |
         if kept == k:
             return depth
     return None
+
+
+# The permission groups of lab 03 and of ``python -m ragcourse search --user NAME``.
+USERS: tuple[Permission, ...] = (permission("random only", ["numpy.random"]),
+                                 permission("linalg + fft", ["numpy.linalg", "numpy.fft"]),
+                                 permission("no classes", None, ["class"]),
+                                 permission("everything"))
+
+
+def user_named(name: str) -> Permission:
+    """The permission group called ``name``; ValueError naming the groups that exist."""
+    for user in USERS:
+        if user.name == name:
+            return user
+    raise ValueError(f"argument --user: no permission group {name!r}; the groups are "
+                     + ", ".join(repr(u.name) for u in USERS))
+
+
+def where_filter(conditions: Sequence[str], documents: Sequence) -> frozenset[str]:
+    """The ids of the documents matching every ``field=value`` (fields: module, kind)."""
+    allowed = frozenset(d.doc_id for d in documents)
+    for condition in conditions:
+        field, equals, value = condition.partition("=")
+        if not equals or field not in ("module", "kind"):
+            raise ValueError(f"argument --where: must look like module=numpy.linalg or kind=ufunc; got {condition!r}")
+        values = facets(documents, field)
+        if value not in values:
+            raise ValueError(f"argument --where: no page has {field}={value!r}; {field} is one of "
+                             + ", ".join(values))
+        allowed &= frozenset(d.doc_id for d in documents if getattr(d, field) == value)
+    return allowed

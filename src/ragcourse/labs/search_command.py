@@ -2,12 +2,16 @@
 
   python -m ragcourse search "how do I glue two arrays end to end" --retriever bm25 -k 5
   python -m ragcourse search --file questions.txt --retriever dense      # JSON lines out
+  python -m ragcourse search "solve a linear system" --where module=numpy.linalg --user "linalg + fft"
 
 Each retriever uses its lab's chunks: ``lexical`` and ``bm25`` lab 01's paragraphs (800
-characters), ``tfidf``, ``dense`` and ``hybrid`` lab 02's word windows (60 words, 20
-overlap); ``hybrid`` fuses bm25 and dense over those windows (RRF, k = 60). Results are
-documents, each with the chunk that won it. The model loads once per call, however many
-questions the file holds.
+characters), ``tfidf`` and ``dense`` lab 02's word windows (60 words, 20 overlap);
+``hybrid`` is lab 03's final configuration: recursive chunks of 800 characters with the
+page title and section heading written in front, BM25 and dense fused by RRF (k = 60).
+Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter
+inside the search (before the top k is cut), so a filter never leaves fewer than k results
+when k visible pages match. The model loads once per call, however many questions the
+file holds.
 """
 from __future__ import annotations
 
@@ -40,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     parser.add_argument("--file", type=Path, metavar="QUESTIONS.txt",
                         help="one question a line; JSON lines out, one object a question")
+    parser.add_argument("--where", action="append", default=[], metavar="FIELD=VALUE",
+                        help="only pages with this module or kind, e.g. module=numpy.linalg (repeatable)")
+    parser.add_argument("--user", metavar="NAME",
+                        help="only pages this permission group may see (lab 03's groups, e.g. 'random only')")
 
 
 def questions_from(args: argparse.Namespace) -> list[str]:
@@ -70,13 +78,38 @@ def build_retriever(name: str):
     if name in ("lexical", "bm25"):
         chunks = chunk_corpus(corpus.documents, pack_paragraphs, max_chars=800)
         return LexicalRetriever(chunks) if name == "lexical" else Bm25Retriever(chunks)
+    if name == "hybrid":
+        return hybrid_retriever(corpus)
     chunks = chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)
     if name == "tfidf":
         return TfidfRetriever(chunks)
     from .dense import DenseEncoder
 
-    dense = DenseRetriever(chunks, DenseEncoder())
-    return dense if name == "dense" else HybridRetriever(Bm25Retriever(chunks), dense)
+    return DenseRetriever(chunks, DenseEncoder())
+
+
+def hybrid_retriever(corpus):
+    """Lab 03's winner: recursive 800-character chunks with headers, BM25 and dense fused (RRF, k = 60)."""
+    from .dense import DenseEncoder
+    from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
+    from .splitters import recursive_chunks, with_header
+
+    chunks = [with_header(chunk, d.title) for d in corpus.documents for chunk in recursive_chunks(d, chunk_size=800)]
+    return HybridRetriever(Bm25Retriever(chunks), DenseRetriever(chunks, DenseEncoder()))
+
+
+def allowed_pages(args: argparse.Namespace) -> frozenset[str] | None:
+    """The pages ``--where`` and ``--user`` leave visible (None: no filter); ValueError for a bad one."""
+    if not args.where and args.user is None:
+        return None
+    from .apidocs import load_corpus
+    from .filters import user_named, where_filter
+
+    documents = load_corpus().documents
+    allowed = where_filter(args.where, documents)
+    if args.user is not None:
+        allowed &= user_named(args.user).visible(documents)
+    return allowed
 
 
 def result_object(question: str, retriever: str, hits: Sequence) -> dict:
@@ -88,19 +121,21 @@ def result_object(question: str, retriever: str, hits: Sequence) -> dict:
 def run(args: argparse.Namespace, out) -> int:
     """Answer the questions; the exit status (0). Raises ValueError for bad input, ModelUnavailable."""
     questions = questions_from(args)
+    allowed = allowed_pages(args)
     retriever = build_retriever(args.retriever)
     if hasattr(retriever, "search_many"):
         answers = retriever.search_many(questions)
     else:
         answers = [retriever.search(q) for q in questions]
     for question, hits in zip(questions, answers):
-        top = hits[:args.k]
+        top = [h for h in hits if allowed is None or h.doc_id in allowed][:args.k]
         if args.file is not None or args.json:
             print(json.dumps(result_object(question, args.retriever, top), ensure_ascii=False), file=out)
             continue
         print(f"{args.retriever}: {question}", file=out)
         if not top:
-            print("  (no document shares a word with the question)", file=out)
+            print("  (no visible page matches the question)" if allowed is not None
+                  else "  (no document shares a word with the question)", file=out)
         for rank, hit in enumerate(top, start=1):
             print(f"  {rank:>2}  {hit.score:8.4f}  {hit.doc_id}#{hit.chunk}", file=out)
     return 0

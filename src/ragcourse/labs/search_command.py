@@ -72,7 +72,7 @@ def build_retriever(name: str):
     """The named retriever over its lab's chunks of the corpus."""
     from .apidocs import load_corpus
     from .chunkers import chunk_corpus, pack_paragraphs, word_windows
-    from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever, LexicalRetriever, TfidfRetriever
+    from .retrievers import Bm25Retriever, DenseRetriever, LexicalRetriever, TfidfRetriever
 
     corpus = load_corpus()
     if name in ("lexical", "bm25"):

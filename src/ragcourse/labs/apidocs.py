@@ -72,9 +72,9 @@ class ApiDocument:
         parts = [head] + [f"{section.heading}\n\n{section.text}" for section in self.sections]
         return "\n\n".join(parts)
 
-    def markdown(self) -> str:
-        """The page as Markdown: the id as title, the summary, then a heading per section."""
-        lines = [f"# {self.doc_id}", "", self.title, ""]
+    def markdown(self, summary: bool = True) -> str:
+        """The page as Markdown: the id as title, the summary (unless ``summary=False``), then a heading per section."""
+        lines = [f"# {self.doc_id}", ""] + ([self.title, ""] if summary else [])
         if self.signature:
             lines += ["```", self.signature, "```", ""]
         for section in self.sections:
@@ -285,8 +285,11 @@ def describe(corpus: ApiCorpus) -> str:
             f"{corpus.characters():,} characters\nfingerprint: {corpus.fingerprint()}")
 
 
-def export_markdown(corpus: ApiCorpus, folder: str | Path) -> int:
+def export_markdown(corpus: ApiCorpus, folder: str | Path, summaries: bool = True) -> int:
     """Write one ``<id>.md`` per document into ``folder`` (which must be new or empty); the count.
+
+    ``summaries=False`` leaves each page's summary line out, as the labs' indexes do (the
+    self-retrieval queries are those summaries).
 
     Files are written to a temporary folder beside it and moved in place at the end, so an
     interrupted export leaves no half-filled folder.
@@ -301,7 +304,7 @@ def export_markdown(corpus: ApiCorpus, folder: str | Path) -> int:
     staging = Path(tempfile.mkdtemp(prefix=".export-", dir=folder.parent))
     try:
         for document in corpus.documents:
-            (staging / f"{document.doc_id}.md").write_text(document.markdown(), encoding="utf-8")
+            (staging / f"{document.doc_id}.md").write_text(document.markdown(summaries), encoding="utf-8")
         if folder.exists():
             folder.rmdir()
         staging.rename(folder)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Collection, Mapping, Sequence
 
+from ..retrieval.fusion import fuse_partial
 from .chunkers import TextChunk
 from .retrievers import Bm25Retriever, DenseRetriever, DocumentHit, collapse
 
@@ -148,18 +149,10 @@ def sentence_windows(ranked: Sequence[int], units: Sequence[TextChunk], same_gro
 def rrf(rankings: Sequence[Sequence[int]], constant: float = 60, depth: int | None = None) -> list[tuple[int, float]]:
     """``(item, fused score)`` best first, ties by item; each list adds ``1 / (constant + rank)``, rank from 1.
 
-    Only the first ``depth`` items of each ranking take part (``None``: all of them). The
-    terms of an item are added in the order of the lists.
+    Only the first ``depth`` items of each ranking take part (``None``: all of them); this
+    is the course's fusion (``retrieval.fusion.fuse_partial``) with ranks counted from 1.
     """
-    if isinstance(constant, bool) or not isinstance(constant, (int, float)) or not constant > 0:
-        raise ValueError(f"constant must be a number above 0; got {constant!r}")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
-        raise ValueError(f"depth must be None or a whole number of at least 1; got {depth!r}")
-    scores: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, item in enumerate(ranking if depth is None else ranking[:depth], start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (constant + rank)
-    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+    return fuse_partial(rankings, constant, first_position=1, depth=depth)
 
 
 class ChunkSearch:

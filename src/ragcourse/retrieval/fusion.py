@@ -10,7 +10,7 @@ the lists (token counts, cosines) play no part.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Hashable, Sequence
 
 from ..lesson.params import check_int
 from .ranking import rank_by_score
@@ -80,6 +80,26 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], constant: float = 
                            first_position: int = 0) -> list[int]:
     """All items, best fused score first; equal scores keep ascending index order."""
     return rank_by_score(fused_scores(rankings, constant, first_position))
+
+
+def fuse_partial(rankings: Sequence[Sequence[Hashable]], constant: float = DEFAULT_CONSTANT,
+                 first_position: int = 0, depth: int | None = None) -> list[tuple[Hashable, float]]:
+    """``(item, fused score)`` best first, ties by item, for rankings that need not list the same items.
+
+    A ranking may be cut to a depth or filtered (a retrieval path's top 30): an item earns
+    ``1 / (constant + position)`` from each list it appears in and nothing from the others,
+    terms added in list order. ``depth`` keeps only each list's first ``depth`` items.
+    Over full permutations this is ``fused_scores`` exactly, bit for bit.
+    """
+    _check_constant(constant)
+    _check_first_position(first_position)
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise ValueError(f"depth must be None or a whole number of at least 1; got {depth!r}")
+    scores: dict[Hashable, float] = {}
+    for ranking in rankings:
+        for position, item in enumerate(ranking if depth is None else ranking[:depth], start=first_position):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (constant + position)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def check_constant_list(name: str, value: object, low: int = 1, high: int = LARGEST_CONSTANT) -> list[int]:

@@ -1,0 +1,135 @@
+"""Lab 04's conventional RAG baseline end to end, with a trace of every stage.
+
+question -> full text + dense candidates (PostgreSQL) -> reciprocal rank fusion ->
+reranker (keeps 8) -> context assembly (dedup, overlap, passage and token limits) ->
+extractive reader (sentences with ``source#ordinal`` citations, or an abstention).
+
+``Baseline.ask`` returns a ``Trace``: each stage's output and time, so a wrong answer can
+be followed back from the reader to the rows it came from.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .context import AssembledContext, ContextBudget, assemble, drop_counts, token_counter
+from .passages import ScoredPassage
+from .pgindex import DEFAULT_TENANT, PgIndex, check_tenant
+from .pgsearch import PER_PATH, RRF_CONSTANT, Candidates, candidates, check_question
+from .reader import Answer, ExtractiveReader
+from .rerank import KEEP, RerankResult, make_reranker, rerank
+
+STAGES = ("full text", "dense", "fused", "reranked", "admitted")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One question through every stage: candidates, fusion, reranking, context, answer, timings."""
+
+    question: str
+    tenant: str
+    candidates: Candidates
+    reranked: RerankResult
+    context: AssembledContext
+    answer: Answer
+    seconds: dict = field(default_factory=dict)
+
+    def stage(self, name: str) -> tuple[ScoredPassage, ...]:
+        """The passages a stage ended with, best first (one of ``STAGES``)."""
+        lists = {"full text": self.candidates.full_text, "dense": self.candidates.dense,
+                 "fused": self.candidates.fused, "reranked": self.reranked.ranked,
+                 "admitted": self.context.admitted}
+        if name not in lists:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}; got {name!r}")
+        return lists[name]
+
+    def documents(self, name: str) -> list[str]:
+        """The stage's source documents, best first, each once."""
+        return list(dict.fromkeys(sp.passage.doc_id for sp in self.stage(name)))
+
+    def to_dict(self) -> dict:
+        """The trace as plain JSON-ready data."""
+        def rows(stage):
+            return [{"citation": sp.passage.citation, "score": round(sp.score, 6), "rank": sp.rank}
+                    for sp in stage]
+
+        return {
+            "question": self.question, "tenant": self.tenant,
+            "answer": {"text": self.answer.text, "citations": list(self.answer.citations),
+                       "abstained": self.answer.abstained, "best_score": round(self.answer.best_score, 6)},
+            "full_text": rows(self.candidates.full_text), "dense": rows(self.candidates.dense),
+            "fused": rows(self.candidates.fused), "union_size": self.candidates.union_size,
+            "reranker": {"name": self.reranked.name, "truncated": self.reranked.truncated,
+                         "kept": rows(self.reranked.ranked)},
+            "context": {"admitted": rows(self.context.admitted),
+                        "dropped": [{"citation": sp.passage.citation, "reason": reason}
+                                    for sp, reason in self.context.dropped],
+                        "tokens": self.context.tokens, "characters": self.context.characters,
+                        "repeated_characters": self.context.repeated_characters},
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+        }
+
+    def lines(self) -> list[str]:
+        """The trace as text, stage by stage."""
+        c, r, x = self.candidates, self.reranked, self.context
+        out = [f"question: {self.question}  (tenant {self.tenant})",
+               f"full text: {len(c.full_text)} candidates   dense: {len(c.dense)}   "
+               f"fused union: {c.union_size}",
+               f"reranker: {r.name}; scored {r.scored}, kept {len(r.ranked)}, "
+               f"{r.truncated} cut at 2,000 characters"]
+        for sp in r.ranked:
+            out.append(f"  {sp.rank}. {sp.score:7.4f}  {sp.passage.citation}")
+        drops = ", ".join(f"{n} {reason}" for reason, n in drop_counts(x).items() if n)
+        out.append(f"context: {len(x.admitted)} admitted ({x.tokens} tokens, {x.characters} characters, "
+                   f"{x.repeated_characters} repeated); dropped: {drops or 'none'}")
+        for sp, reason in x.dropped:
+            out.append(f"  dropped {sp.passage.citation}: {reason}")
+        out.append("seconds: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.seconds.items()))
+        return out
+
+
+class Baseline:
+    """The whole pipeline over one index; every part can be swapped (reranker, budget, reader)."""
+
+    def __init__(self, index: PgIndex, encoder, reranker=None, budget: ContextBudget | None = None,
+                 reader: ExtractiveReader | None = None, per_path: int = PER_PATH,
+                 constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP):
+        from ..lesson.params import check_int
+
+        self.index, self.encoder = index, encoder
+        self.reranker = reranker or make_reranker(encoder)
+        self.budget = budget or ContextBudget()
+        self.reader = reader or ExtractiveReader(encoder)
+        self.per_path = check_int("per_path", per_path, 1, 1000)
+        self.keep = check_int("keep", keep, 1, 100)
+        self.constant, self.exact = constant, exact
+        self.count_tokens = token_counter(encoder)
+
+    def ask(self, question: str, tenant: str = DEFAULT_TENANT, vector: np.ndarray | None = None) -> Trace:
+        """Answer one question for ``tenant``; ValueError for an empty, NUL-holding or overlong question."""
+        question = check_question(question)
+        check_tenant(tenant)
+        started = time.perf_counter()
+        if vector is None:
+            vector = self.encoder.encode([question])[0]
+        encoded = time.perf_counter()
+        found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant)
+        before_rerank = time.perf_counter()
+        reranked = rerank(self.reranker, question, [sp.passage for sp in found.fused], keep=self.keep)
+        ranked = time.perf_counter()
+        context = assemble(reranked.ranked, self.budget, self.count_tokens)
+        assembled = time.perf_counter()
+        answer = self.reader.answer(question, context)
+        done = time.perf_counter()
+        seconds = {"encode": encoded - started, **found.seconds, "rerank": ranked - before_rerank,
+                   "assemble": assembled - ranked, "read": done - assembled}
+        return Trace(question, tenant, found, reranked, context, answer, seconds)
+
+    def ask_many(self, questions: Sequence[str], tenant: str = DEFAULT_TENANT) -> list[Trace]:
+        """Several questions, their vectors encoded in one call."""
+        texts = [check_question(q) for q in questions]
+        vectors = self.encoder.encode(texts) if texts else []
+        return [self.ask(text, tenant, vector) for text, vector in zip(texts, vectors)]

@@ -1,0 +1,453 @@
+"""Lab 04's index in PostgreSQL: seed 003's three tables, refresh by source, health checks.
+
+One schema holds one index:
+
+- ``sources``: one row per file (path relative to the corpus root, content hash, file type,
+  timestamp, tenant);
+- ``chunks``: one row per chunk (source, ordinal, character span, text, its hash, the
+  chunker and embedding versions, tenant), with its two search representations: a
+  generated ``tsvector`` (English configuration, GIN index) and a pgvector embedding;
+- ``schema_meta``: what the index was built with (schema version, chunker, embedding model,
+  corpus root).
+
+Refresh re-indexes a source when its content, its chunker version, its embedding version
+or its tenant changed, and does so in one transaction per source: a failure half-way
+leaves the source's previous rows as they were. Only a file that is absent removes its
+rows; one that cannot be read or decoded keeps them (a failed observation is not absence)
+and is reported. Row-level security keeps each tenant to its own rows: queries run as the
+role ``ragcourse_reader`` with the tenant set for the transaction.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from .database import Database, check_schema
+from .ingest import ChunkPolicy, Skipped, SourceFile, discover, read_all
+
+SCHEMA_VERSION = "1"
+READER_ROLE = "ragcourse_reader"
+DEFAULT_TENANT = "public"
+TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+DIMENSION = 384
+
+
+def check_tenant(name: object) -> str:
+    """A tenant name: 1-64 letters, digits, ``_``, ``.`` or ``-``."""
+    if not isinstance(name, str) or not TENANT_PATTERN.fullmatch(name):
+        raise ValueError(f"tenant must be 1-64 letters, digits, '_', '.' or '-'; got {name!r}")
+    return name
+
+
+def _ddl(schema: str) -> list[str]:
+    """The statements that create the index's tables (the schema name is checked and quoted by the caller)."""
+    return [
+        "CREATE SCHEMA IF NOT EXISTS {s}",
+        """CREATE TABLE IF NOT EXISTS {s}.schema_meta (
+               key text PRIMARY KEY,
+               value text NOT NULL)""",
+        """CREATE TABLE IF NOT EXISTS {s}.sources (
+               source_id bigserial PRIMARY KEY,
+               path text NOT NULL UNIQUE,
+               content_hash text NOT NULL,
+               file_type text NOT NULL,
+               file_time date,
+               tenant text NOT NULL,
+               indexed_at timestamptz NOT NULL DEFAULT now())""",
+        f"""CREATE TABLE IF NOT EXISTS {{s}}.chunks (
+               chunk_id bigserial PRIMARY KEY,
+               source_id bigint NOT NULL REFERENCES {{s}}.sources ON DELETE CASCADE,
+               ordinal integer NOT NULL,
+               start_char integer NOT NULL,
+               end_char integer NOT NULL,
+               text text NOT NULL,
+               content_hash text NOT NULL,
+               chunker text NOT NULL,
+               embedding_version text,
+               tenant text NOT NULL,
+               search_text tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+               embedding vector({DIMENSION}),
+               UNIQUE (source_id, ordinal))""",
+        "CREATE INDEX IF NOT EXISTS chunks_search_text ON {s}.chunks USING gin (search_text)",
+        "CREATE INDEX IF NOT EXISTS chunks_source ON {s}.chunks (source_id)",
+        "ALTER TABLE {s}.sources ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE {s}.chunks ENABLE ROW LEVEL SECURITY",
+    ]
+
+
+def _policies() -> list[str]:
+    setting = "current_setting('ragcourse.tenant', true)"
+    return [f"CREATE POLICY tenant_rows ON {{s}}.{table} FOR SELECT TO {READER_ROLE} USING (tenant = {setting})"
+            for table in ("sources", "chunks")]
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    """What one refresh did, file by file."""
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    kept: tuple[str, ...] = ()        # skipped files whose earlier rows were kept
+    chunks_written: int = 0
+    embedded: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """One line of counts."""
+        return (f"{len(self.added)} added, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
+                f"{len(self.removed)} removed, {len(self.skipped)} skipped ({len(self.kept)} kept their rows); "
+                f"{self.chunks_written} chunks written, {self.embedded} texts embedded, {self.seconds:.1f} s")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One health check: its name, whether it passed, how many rows or files it found, and examples."""
+
+    name: str
+    passed: bool
+    found: int
+    examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """Every health check of an index."""
+
+    checks: tuple[Check, ...]
+    sources: int
+    chunks: int
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> list[str]:
+        """The names of the checks that did not pass."""
+        return [c.name for c in self.checks if not c.passed]
+
+    def lines(self) -> list[str]:
+        """The report as text, one line a check."""
+        out = [f"index: {self.sources} sources, {self.chunks} chunks"]
+        for c in self.checks:
+            more = f"  e.g. {', '.join(c.examples)}" if c.examples else ""
+            out.append(f"  {'ok  ' if c.passed else 'FAIL'}  {c.name}: {c.found}{more}")
+        out.append("health: " + ("every check passed" if self.passed else "FAILED: " + ", ".join(self.failed)))
+        return out
+
+
+def _to_date(text: str | None):
+    import datetime
+
+    if text is None:
+        return None
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+class PgIndex:
+    """One index (one schema) in a database: build, refresh, check, and query sessions."""
+
+    def __init__(self, database: Database, schema: str = "ragcourse", policy: ChunkPolicy | None = None,
+                 encoder=None, tenant_of: Callable[[str], str] | None = None):
+        self.database = database
+        self.schema = check_schema(schema)
+        self.policy = policy or ChunkPolicy()
+        self.encoder = encoder
+        self.tenant_of = tenant_of or (lambda path: DEFAULT_TENANT)
+        self._connection = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @property
+    def connection(self):
+        """The index's own connection (the table owner), opened on first use."""
+        if self._connection is None or self._connection.closed:
+            self._connection = self.database.connect()
+        return self._connection
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def sql(self, statement: str):
+        """``statement`` with ``{s}`` replaced by the quoted schema name."""
+        from psycopg import sql
+
+        return sql.SQL(statement).format(s=sql.Identifier(self.schema))
+
+    @property
+    def embedding_version(self) -> str | None:
+        """What the chunk rows record as their embedding: model and package revision, or None."""
+        if self.encoder is None:
+            return None
+        from .dense import MODEL_NAME
+
+        return f"{MODEL_NAME}@{self.encoder.revision}"
+
+    # -- schema -----------------------------------------------------------------------------
+    def create(self) -> None:
+        """Create the schema, tables, full-text index, reader role and row-level security (idempotent)."""
+        import psycopg
+
+        connection = self.connection
+        with connection.transaction():
+            for statement in _ddl(self.schema):
+                connection.execute(self.sql(statement))
+            role = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [READER_ROLE]).fetchone()
+            if role is None:
+                connection.execute(f"CREATE ROLE {READER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
+            for statement in _policies():
+                exists = connection.execute(
+                    "SELECT 1 FROM pg_policies WHERE schemaname = %s AND tablename = %s AND policyname = 'tenant_rows'",
+                    [self.schema, statement.split(".")[1].split()[0]]).fetchone()
+                if exists is None:
+                    connection.execute(self.sql(statement))
+            connection.execute(self.sql(f"GRANT USAGE ON SCHEMA {{s}} TO {READER_ROLE}"))
+            connection.execute(self.sql(f"GRANT SELECT ON {{s}}.sources, {{s}}.chunks TO {READER_ROLE}"))
+            self._set_meta(connection, {"schema_version": SCHEMA_VERSION, "chunker": self.policy.version,
+                                        "embedding": self.embedding_version or "none"})
+        try:
+            with connection.transaction():
+                connection.execute(f"GRANT {READER_ROLE} TO CURRENT_USER")
+        except psycopg.Error:
+            pass  # a superuser (the embedded server's) may switch to any role already
+
+    def drop(self) -> None:
+        """Remove the schema and everything in it."""
+        with self.connection.transaction():
+            self.connection.execute(self.sql("DROP SCHEMA IF EXISTS {s} CASCADE"))
+
+    def _set_meta(self, connection, values: dict[str, str]) -> None:
+        for key, value in values.items():
+            connection.execute(self.sql("INSERT INTO {s}.schema_meta VALUES (%s, %s) "
+                                        "ON CONFLICT (key) DO UPDATE SET value = excluded.value"), [key, value])
+
+    def meta(self) -> dict[str, str]:
+        """The schema_meta table as a dict."""
+        with self.connection.transaction():
+            rows = self.connection.execute(self.sql("SELECT key, value FROM {s}.schema_meta")).fetchall()
+        return dict(rows)
+
+    def exists(self) -> bool:
+        """Whether the schema's tables are there."""
+        with self.connection.transaction():
+            row = self.connection.execute("SELECT to_regclass(%s)", [f"{self.schema}.chunks"]).fetchone()
+        return row[0] is not None
+
+    # -- refresh ----------------------------------------------------------------------------
+    def stored_sources(self) -> dict[str, tuple[str, str]]:
+        """path -> (content hash, tenant) of every stored source."""
+        with self.connection.transaction():
+            rows = self.connection.execute(self.sql("SELECT path, content_hash, tenant FROM {s}.sources")).fetchall()
+        return {path: (digest, tenant) for path, digest, tenant in rows}
+
+    def stale_versions(self) -> set[str]:
+        """Sources with a chunk whose chunker or embedding version is not the configured one."""
+        with self.connection.transaction():
+            rows = self.connection.execute(self.sql(
+                "SELECT DISTINCT s.path FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
+                "WHERE c.chunker <> %s OR c.embedding_version IS DISTINCT FROM %s"),
+                [self.policy.version, self.embedding_version]).fetchall()
+        return {path for (path,) in rows}
+
+    def refresh(self, root: str | Path, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
+        """Bring the index in line with the files under ``root``, one transaction per source."""
+        started = time.perf_counter()
+        root = Path(root)
+        self.create()
+        with self.connection.transaction():
+            self._set_meta(self.connection, {"corpus_root": str(root.resolve()), "chunker": self.policy.version,
+                                             "embedding": self.embedding_version or "none"})
+        stored = self.stored_sources()
+        stale = self.stale_versions()
+        paths = discover(root)
+        added, updated, unchanged, skipped, kept = [], [], [], [], []
+        seen: set[str] = set()
+        pending: list[SourceFile] = []
+        for item in read_all(root, paths):
+            if isinstance(item, str):
+                continue  # vanished between listing and reading: absent
+            seen.add(item.path)
+            if isinstance(item, Skipped):
+                skipped.append(item)
+                if item.path in stored:
+                    kept.append(item.path)
+                continue
+            before = stored.get(item.path)
+            if before == (item.content_hash, self.tenant_of(item.path)) and item.path not in stale:
+                unchanged.append(item.path)
+                continue
+            (updated if before else added).append(item.path)
+            pending.append(item)
+        chunks_written, embedded = self._write_sources(pending, progress)
+        removed = sorted(set(stored) - seen)
+        for path in removed:
+            with self.connection.transaction():
+                self.connection.execute(self.sql("DELETE FROM {s}.sources WHERE path = %s"), [path])
+        return RefreshReport(tuple(added), tuple(updated), tuple(unchanged), tuple(removed), tuple(skipped),
+                             tuple(kept), chunks_written, embedded, time.perf_counter() - started)
+
+    def _write_sources(self, sources: Sequence[SourceFile], progress) -> tuple[int, int]:
+        """Chunk, embed (all at once, before any transaction) and write each source in its own transaction."""
+        chunked = [(source, self.policy.chunks(source.text)) for source in sources]
+        texts = [chunk.text for _, chunks in chunked for chunk in chunks]
+        embedded = 0
+        vectors = iter(())
+        if self.encoder is not None and texts:
+            matrix = self.encoder.encode(texts)
+            embedded = self.encoder.last.embedded
+            vectors = iter(matrix)
+        written = 0
+        for number, (source, chunks) in enumerate(chunked, start=1):
+            rows = [(chunk, next(vectors) if self.encoder is not None else None) for chunk in chunks]
+            self.write_source(source, rows)
+            written += len(rows)
+            if progress is not None:
+                progress(number, len(chunked))
+        return written, embedded
+
+    def write_source(self, source: SourceFile, rows: Sequence[tuple]) -> None:
+        """Replace one source and its chunks in a single transaction (all or nothing)."""
+        tenant = self.tenant_of(source.path)
+        with self.connection.transaction():
+            source_id = self.connection.execute(self.sql(
+                "INSERT INTO {s}.sources (path, content_hash, file_type, file_time, tenant) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE SET content_hash = excluded.content_hash, "
+                "file_type = excluded.file_type, file_time = excluded.file_time, tenant = excluded.tenant, "
+                "indexed_at = now() RETURNING source_id"),
+                [source.path, source.content_hash, source.file_type, _to_date(source.timestamp), tenant]).fetchone()[0]
+            self.connection.execute(self.sql("DELETE FROM {s}.chunks WHERE source_id = %s"), [source_id])
+            for chunk, vector in rows:
+                self.insert_chunk(source_id, tenant, chunk, vector)
+
+    def insert_chunk(self, source_id: int, tenant: str, chunk, vector) -> None:
+        """One chunk row (a method of its own so that a test can make it fail half-way)."""
+        embedding = None if vector is None else np.asarray(vector, dtype=np.float32)
+        self.connection.execute(self.sql(
+            "INSERT INTO {s}.chunks (source_id, ordinal, start_char, end_char, text, content_hash, chunker, "
+            "embedding_version, tenant, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+            [source_id, chunk.ordinal, chunk.start, chunk.end, chunk.text, chunk.content_hash,
+             self.policy.version, self.embedding_version, tenant, embedding])
+
+    # -- vector index -----------------------------------------------------------------------
+    def create_hnsw(self, m: int = 16, ef_construction: int = 64) -> float:
+        """Build pgvector's HNSW index on the embeddings (cosine); the seconds it took."""
+        from ..lesson.params import check_int
+
+        check_int("m", m, 2, 100)
+        check_int("ef_construction", ef_construction, 4, 1000)
+        started = time.perf_counter()
+        with self.connection.transaction():
+            self.connection.execute(self.sql("DROP INDEX IF EXISTS {s}.chunks_embedding_hnsw"))
+            self.connection.execute(self.sql(
+                f"CREATE INDEX chunks_embedding_hnsw ON {{s}}.chunks USING hnsw (embedding vector_cosine_ops) "
+                f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"))
+        return time.perf_counter() - started
+
+    def has_hnsw(self) -> bool:
+        with self.connection.transaction():
+            row = self.connection.execute("SELECT to_regclass(%s)", [f"{self.schema}.chunks_embedding_hnsw"]).fetchone()
+        return row[0] is not None
+
+    # -- health -----------------------------------------------------------------------------
+    def health(self, root: str | Path | None = None) -> HealthReport:
+        """Every health check; ``root`` defaults to the corpus root the index was last refreshed from."""
+        connection = self.connection
+        meta = self.meta()
+        root = Path(root) if root is not None else Path(meta.get("corpus_root", "."))
+        with connection.transaction():
+            count = lambda q, p=(): connection.execute(self.sql(q), p).fetchone()[0]  # noqa: E731
+            listing = lambda q, p=(): [r[0] for r in connection.execute(self.sql(q), p).fetchall()]  # noqa: E731
+            n_sources = count("SELECT count(*) FROM {s}.sources")
+            n_chunks = count("SELECT count(*) FROM {s}.chunks")
+            orphans = listing("SELECT c.chunk_id::text FROM {s}.chunks c LEFT JOIN {s}.sources s USING (source_id) "
+                              "WHERE s.source_id IS NULL ORDER BY 1")
+            empty_sources = listing("SELECT s.path FROM {s}.sources s WHERE NOT EXISTS "
+                                    "(SELECT 1 FROM {s}.chunks c WHERE c.source_id = s.source_id) ORDER BY 1")
+            chunkers = listing("SELECT DISTINCT chunker FROM {s}.chunks WHERE chunker <> %s ORDER BY 1",
+                               [self.policy.version])
+            wrong_chunker = count("SELECT count(*) FROM {s}.chunks WHERE chunker <> %s", [self.policy.version])
+            wrong_embedding = count("SELECT count(*) FROM {s}.chunks WHERE embedding_version IS DISTINCT FROM %s",
+                                    [self.embedding_version])
+            versions = listing("SELECT DISTINCT coalesce(embedding_version, 'none') FROM {s}.chunks "
+                               "WHERE embedding_version IS DISTINCT FROM %s ORDER BY 1", [self.embedding_version])
+            no_vector = count("SELECT count(*) FROM {s}.chunks WHERE embedding IS NULL") if self.encoder else 0
+            bad_spans = listing("SELECT s.path || '#' || c.ordinal FROM {s}.chunks c JOIN {s}.sources s USING "
+                                "(source_id) WHERE c.end_char <= c.start_char OR length(c.text) <> c.end_char - "
+                                "c.start_char ORDER BY 1")
+            stored = connection.execute(self.sql("SELECT path, content_hash FROM {s}.sources ORDER BY path")).fetchall()
+        missing, unreadable, changed = [], [], []
+        for path, digest in stored:
+            status = _file_status(root / path, digest)
+            {"missing": missing, "unreadable": unreadable, "changed": changed}.get(status, []).append(path)
+        checks = (
+            Check("chunks without a source", not orphans, len(orphans), tuple(orphans[:3])),
+            Check("sources without a chunk", not empty_sources, len(empty_sources), tuple(empty_sources[:3])),
+            Check(f"chunks not made by {self.policy.version}", wrong_chunker == 0, wrong_chunker, tuple(chunkers[:3])),
+            Check(f"chunks not embedded by {self.embedding_version or 'no model'}", wrong_embedding == 0,
+                  wrong_embedding, tuple(versions[:3])),
+            Check("chunks without an embedding", no_vector == 0, no_vector),
+            Check("chunk spans that do not match their text", not bad_spans, len(bad_spans), tuple(bad_spans[:3])),
+            Check("sources whose file is missing", not missing, len(missing), tuple(missing[:3])),
+            Check("sources whose file cannot be read", not unreadable, len(unreadable), tuple(unreadable[:3])),
+            Check("sources whose file changed since indexing", not changed, len(changed), tuple(changed[:3])),
+        )
+        return HealthReport(checks, n_sources, n_chunks)
+
+    # -- queries ----------------------------------------------------------------------------
+    @contextmanager
+    def reader(self, tenant: str = DEFAULT_TENANT, exact: bool = True) -> Iterator:
+        """A read-only transaction as ``ragcourse_reader`` for ``tenant`` (row-level security applies).
+
+        ``exact=True`` turns index scans off for the transaction, so vector search is
+        exhaustive even when an HNSW index exists.
+        """
+        check_tenant(tenant)
+        connection = self.connection
+        with connection.transaction():
+            connection.execute("SET TRANSACTION READ ONLY")
+            connection.execute(f"SET LOCAL ROLE {READER_ROLE}")
+            connection.execute("SELECT set_config('ragcourse.tenant', %s, true)", [tenant])
+            if exact:
+                connection.execute("SET LOCAL enable_indexscan = off")
+                connection.execute("SET LOCAL enable_bitmapscan = off")
+            yield connection
+
+
+def _file_status(path: Path, digest: str) -> str:
+    """``ok``, ``missing`` (no such file), ``unreadable`` (there, but reading fails) or ``changed``."""
+    import hashlib
+
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "unreadable"
+    return "ok" if hashlib.sha256(data).hexdigest() == digest else "changed"
+
+
+def counts_by_tenant(index: PgIndex) -> dict[str, int]:
+    """Chunks per tenant, as the table owner sees them (row-level security does not apply to it)."""
+    with index.connection.transaction():
+        rows = index.connection.execute(index.sql("SELECT tenant, count(*) FROM {s}.chunks GROUP BY 1 ORDER BY 1"))
+        return dict(rows.fetchall())
+
+
+def meta_json(index: PgIndex) -> str:
+    """The schema_meta table as JSON (for printing)."""
+    return json.dumps(index.meta(), indent=1, sort_keys=True)
+

@@ -1,0 +1,126 @@
+"""Lab 04's two retrieval paths inside PostgreSQL, and their fusion.
+
+- Full text: the question's alphanumeric terms, joined with OR (``|``) into a
+  ``to_tsquery('english', ...)``, matched against each chunk's ``tsvector`` and ordered by
+  ``ts_rank_cd``. The OR lets a chunk match with only some of the words. This is
+  PostgreSQL's own ranking, not BM25.
+- Dense: pgvector's cosine distance ``<=>`` between the question's MiniLM vector and each
+  chunk's, exhaustive (index scans off) or through the HNSW index when one exists.
+- Fusion: reciprocal rank fusion (k = 60, ranks from 1) over up to 30 candidates per path.
+  The union of the two lists can hold up to 60 chunks: a fixed budget per path is not a
+  fixed total budget, so the union's size is reported with every result.
+
+The question reaches SQL only as a parameter, and only its letters and digits reach the
+text-search parser, so no character of it can change the statement or the query syntax.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..retrieval.fusion import fuse_partial
+from .passages import Passage, ScoredPassage
+from .pgindex import DEFAULT_TENANT, PgIndex
+
+TERM = re.compile(r"[a-z0-9]+")
+MAX_TERMS = 256
+PER_PATH = 30
+RRF_CONSTANT = 60
+MAX_QUESTION_CHARS = 20_000
+COLUMNS = ("c.chunk_id, s.path, c.ordinal, c.start_char, c.end_char, c.text, c.tenant")
+
+
+def check_question(question: object) -> str:
+    """The question, stripped; ValueError when it is not text, empty, holds a NUL byte or is too long."""
+    if not isinstance(question, str):
+        raise ValueError(f"question must be text; got {type(question).__name__}")
+    if "\x00" in question:
+        raise ValueError("question holds a NUL byte, which PostgreSQL text cannot store: remove it")
+    question = question.strip()
+    if not question:
+        raise ValueError("question is empty: type a question")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise ValueError(f"question is {len(question):,} characters long; at most {MAX_QUESTION_CHARS:,} are accepted")
+    return question
+
+
+def query_terms(question: str) -> list[str]:
+    """The question's distinct lower-case alphanumeric terms in order of appearance (at most 256)."""
+    return list(dict.fromkeys(TERM.findall(question.lower())))[:MAX_TERMS]
+
+
+def or_query(question: str) -> str:
+    """The ``to_tsquery`` text: the terms joined by `` | `` (empty when the question has none)."""
+    return " | ".join(query_terms(question))
+
+
+def _passages(rows) -> list[ScoredPassage]:
+    return [ScoredPassage(Passage(int(cid), path, int(ordinal), int(a), int(b), text, tenant), float(score), rank)
+            for rank, (cid, path, ordinal, a, b, text, tenant, score) in enumerate(rows, start=1)]
+
+
+def full_text(index: PgIndex, question: str, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT) -> list[ScoredPassage]:
+    """Chunks matching any term of the question, best ``ts_rank_cd`` first, ties by chunk id."""
+    terms = or_query(question)
+    if not terms:
+        return []
+    with index.reader(tenant) as connection:
+        rows = connection.execute(index.sql(
+            f"SELECT {COLUMNS}, ts_rank_cd(c.search_text, q) AS score "
+            "FROM {s}.chunks c JOIN {s}.sources s USING (source_id), to_tsquery('english', %s) AS q "
+            "WHERE c.search_text @@ q ORDER BY score DESC, c.chunk_id LIMIT %s"), [terms, limit]).fetchall()
+    return _passages(rows)
+
+
+def dense(index: PgIndex, vector: np.ndarray, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT,
+          exact: bool = True, ef_search: int | None = None) -> list[ScoredPassage]:
+    """Chunks by cosine similarity (1 - pgvector's ``<=>``), exhaustive or through HNSW (``exact=False``)."""
+    vector = np.asarray(vector, dtype=np.float32)
+    order = "c.embedding <=> %s, c.chunk_id" if exact else "c.embedding <=> %s"
+    with index.reader(tenant, exact=exact) as connection:
+        if ef_search is not None:
+            connection.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+        rows = connection.execute(index.sql(
+            f"SELECT {COLUMNS}, 1 - (c.embedding <=> %s) AS score "
+            "FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
+            f"WHERE c.embedding IS NOT NULL ORDER BY {order} LIMIT %s"), [vector, vector, limit]).fetchall()
+    return _passages(rows)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Both paths' candidates for one question, their fusion, the union's size and the stage timings."""
+
+    question: str
+    full_text: tuple[ScoredPassage, ...]
+    dense: tuple[ScoredPassage, ...]
+    fused: tuple[ScoredPassage, ...]
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def union_size(self) -> int:
+        """Distinct chunks the two paths proposed (up to twice the per-path budget)."""
+        return len(self.fused)
+
+
+def fuse(lists: list[list[ScoredPassage]], constant: float = RRF_CONSTANT) -> list[ScoredPassage]:
+    """RRF over the lists (ranks from 1), best first, ties by chunk id."""
+    by_id = {sp.passage.chunk_id: sp.passage for ranked in lists for sp in ranked}
+    fused = fuse_partial([[sp.passage.chunk_id for sp in ranked] for ranked in lists], constant, first_position=1)
+    return [ScoredPassage(by_id[cid], score, rank) for rank, (cid, score) in enumerate(fused, start=1)]
+
+
+def candidates(index: PgIndex, question: str, vector: np.ndarray, per_path: int = PER_PATH,
+               tenant: str = DEFAULT_TENANT, exact: bool = True, constant: float = RRF_CONSTANT) -> Candidates:
+    """Run both paths for one question and fuse them."""
+    started = time.perf_counter()
+    lexical = full_text(index, question, per_path, tenant)
+    middle = time.perf_counter()
+    semantic = dense(index, vector, per_path, tenant, exact)
+    ended = time.perf_counter()
+    fused = fuse([lexical, semantic], constant)
+    return Candidates(question, tuple(lexical), tuple(semantic), tuple(fused),
+                      {"full text": middle - started, "dense": ended - middle, "fusion": time.perf_counter() - ended})

@@ -1,0 +1,143 @@
+"""Lab 04's second stage: re-score the fused candidates with a closer look, keep the best few.
+
+Retrieval has to be cheap over the whole corpus, so it compares one vector (or one bag of
+words) per chunk with the question. A second stage sees only the few dozen candidates
+that came back and can afford more work per candidate. Any object with a ``name`` and a
+``score(question, texts)`` method is a reranker; ``rerank`` cuts every candidate to its
+first ``INPUT_CHARS`` characters (as the seed system does, and says how many it cut),
+asks for all scores in one call, and keeps the ``KEEP`` best, ties in incoming order.
+
+Two rerankers are provided:
+
+- ``SentenceMaxSimReranker`` (the default, runs on the installed MiniLM): a candidate
+  scores the best cosine between the question and any one of its sentences;
+- ``CrossEncoderReranker``: a sentence-transformers cross-encoder read from a folder,
+  for when such weights are available (none are installed here).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..lesson.params import check_int
+from .passages import Passage, ScoredPassage
+from .reader import SentenceSplitter
+
+KEEP = 8
+INPUT_CHARS = 2000
+NO_SENTENCE_SCORE = -1.0
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """A second stage: a ``name`` and one score per text for a question (higher is better)."""
+
+    name: str
+
+    def score(self, question: str, texts: list[str]) -> list[float]:
+        """One score per text, in order."""
+        ...
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    """The kept candidates (ranks 1..n, best first), how many were cut and scored, and by whom."""
+
+    ranked: tuple[ScoredPassage, ...]
+    truncated: int
+    scored: int
+    name: str
+
+
+def rerank(reranker: Reranker, question: str, candidates: Sequence[Passage], keep: int = KEEP,
+           input_chars: int = INPUT_CHARS) -> RerankResult:
+    """The ``keep`` best candidates by ``reranker``, each scored on its first ``input_chars`` characters."""
+    check_int("keep", keep, 1, 10_000)
+    check_int("input_chars", input_chars, 1, 10 ** 7)
+    texts = [c.text[:input_chars] for c in candidates]
+    truncated = sum(len(c.text) > input_chars for c in candidates)
+    scores = [float(s) for s in reranker.score(question, texts)] if texts else []
+    if len(scores) != len(texts):
+        raise RuntimeError(f"reranker {reranker.name!r} returned {len(scores)} scores for {len(texts)} texts")
+    if not all(math.isfinite(s) for s in scores):
+        raise RuntimeError(f"reranker {reranker.name!r} returned a score that is not a finite number")
+    order = sorted(range(len(texts)), key=lambda i: -scores[i])[:keep]
+    ranked = tuple(ScoredPassage(candidates[i], scores[i], rank) for rank, i in enumerate(order, start=1))
+    return RerankResult(ranked, truncated, len(texts), reranker.name)
+
+
+class SentenceMaxSimReranker:
+    """A candidate's score is the highest cosine between the question and one of its sentences.
+
+    This is a genuine second stage, not the first stage's vector again: MiniLM reads at
+    most 256 tokens (about 1,000 characters), so a chunk's own embedding never saw the rest
+    of a 2,000-character passage. Here every sentence of the first 2,000 characters gets
+    its own vector, so a sentence near the end counts as much as one at the start, and one
+    sentence that answers the question is not diluted by the others around it.
+
+    It is still a bi-encoder, NOT a cross-encoder: question and sentences are embedded
+    separately and only compared afterwards; no layer attends jointly to the question and
+    the passage. All sentences and the question go to the encoder in one ``encode`` call,
+    and its cache makes sentences seen before free.
+    """
+
+    name = "MiniLM sentence max-sim (bi-encoder re-scorer)"
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.splitter = SentenceSplitter()
+
+    def score(self, question: str, texts: list[str]) -> list[float]:
+        """Per text, the best question-sentence cosine (-1.0 for a text with no sentence)."""
+        split = [self.splitter(text) for text in texts]
+        sentences = [sentence for found in split for sentence in found]
+        vectors = np.asarray(self.encoder.encode([question, *sentences]), dtype=np.float32)
+        cosines = vectors[1:] @ vectors[0]
+        scores, start = [], 0
+        for found in split:
+            part = cosines[start:start + len(found)]
+            scores.append(float(part.max()) if len(found) else NO_SENTENCE_SCORE)
+            start += len(found)
+        return scores
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers ``CrossEncoder`` from a local folder: question and passage read together."""
+
+    def __init__(self, model_path: str):
+        if not isinstance(model_path, (str, Path)) or not str(model_path).strip() or not Path(model_path).exists():
+            raise ValueError(f"reranker model path {str(model_path)!r} does not exist: give a folder holding"
+                             f" a sentence-transformers CrossEncoder")
+        self.model_path = str(model_path)
+        self.name = f"cross-encoder {self.model_path}"
+        self.model = _load_cross_encoder(self.model_path)
+
+    def score(self, question: str, texts: list[str]) -> list[float]:
+        """The cross-encoder's relevance score of every (question, text) pair."""
+        predicted = self.model.predict([(question, t) for t in texts], show_progress_bar=False)
+        return [float(s) for s in np.asarray(predicted).reshape(-1)]
+
+
+def _load_cross_encoder(model_path: str):
+    import os
+
+    from .dense import INSTALL_HINT, ModelUnavailable
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        from sentence_transformers import CrossEncoder
+    except ImportError as missing:
+        raise ModelUnavailable(INSTALL_HINT) from missing
+    return CrossEncoder(model_path, device="cpu")
+
+
+def make_reranker(encoder, model_path: str | None = None) -> Reranker:
+    """The cross-encoder at ``model_path`` when one is given, otherwise the sentence max-sim default."""
+    if model_path is not None:
+        return CrossEncoderReranker(model_path)
+    return SentenceMaxSimReranker(encoder)

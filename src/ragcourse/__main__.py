@@ -4,8 +4,10 @@
   python -m ragcourse figures [--jobs N] [LESSON ...]
   python -m ragcourse sweep --seeds 1-20 [--scheduler ADDRESS|local:N] [--jobs N] [--out DIR] [LESSON ...]
   python -m ragcourse refresh [--jobs N] [LESSON ...]
-  python -m ragcourse search "QUESTION" [--retriever lexical|bm25|tfidf|dense|hybrid] [-k 5] [--json]
+  python -m ragcourse search "QUESTION" [--retriever lexical|bm25|tfidf|dense|hybrid|postgres] [-k 5] [--json]
   python -m ragcourse search --file QUESTIONS.txt [--retriever R] [-k 5]
+  python -m ragcourse index [--corpus DIR] [--refresh] [--check] [--policy sentences|fixed|headings]
+  python -m ragcourse ask "QUESTION" [--json] [--trace] [--tenant T] [--reranker-model PATH]
 
 LESSON is a number (3 or 03) or a range (2-6), or a Part 3 lab (lab1, lab1-2, labs); every
 lesson when none is given (the sweep runs lessons only: the labs take no SEED).
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 from .batch.notebooks import FIGURES_DIR, LABS_FOLDER, NOTEBOOKS_DIR, PROJECT_ROOT, lab_notebooks, lesson_notebooks
-from .labs import search_command
+from .labs import pg_commands, search_command
 
 SEED_LIMIT = 2 ** 32
 MAX_SEEDS = 1000
@@ -188,11 +190,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     common(p_refresh)
     p_search = sub.add_parser("search", help="Part 3: search the numpy reference with a lab's retriever")
     search_command.add_arguments(p_search)
-    return parser, {"run": p_run, "figures": p_fig, "sweep": p_sweep, "refresh": p_refresh, "search": p_search}
+    p_index = sub.add_parser("index", help="Part 3, lab 04: build, refresh or check the PostgreSQL index")
+    pg_commands.add_index_arguments(p_index)
+    p_ask = sub.add_parser("ask", help="Part 3, lab 04: answer a question with citations from the index")
+    pg_commands.add_ask_arguments(p_ask)
+    return parser, {"run": p_run, "figures": p_fig, "sweep": p_sweep, "refresh": p_refresh, "search": p_search,
+                    "index": p_index, "ask": p_ask}
 
 
 def _search(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """The ``search`` command: bad input and a missing model end in one line and status 2."""
+    from .labs.database import DatabaseUnavailable
     from .labs.dense import ModelUnavailable
 
     try:
@@ -201,6 +209,29 @@ def _search(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(str(error))
     except ModelUnavailable as error:
         parser.error(f"--retriever {args.retriever}: {error}")
+    except (DatabaseUnavailable, pg_commands.CommandError) as error:
+        return _fail(parser, error)
+    return 2
+
+
+def _fail(parser: argparse.ArgumentParser, error: Exception) -> int:
+    """One line for a database, model or index problem; exit status 1."""
+    print(f"{parser.prog}: {error}", file=sys.stderr)
+    return 1
+
+
+def _postgres(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``index`` and ``ask``: bad input is status 2, an unusable database, model or index status 1."""
+    from .labs.database import DatabaseUnavailable
+    from .labs.dense import ModelUnavailable
+
+    command = pg_commands.run_index if args.command == "index" else pg_commands.run_ask
+    try:
+        return command(args, sys.stdout)
+    except ValueError as error:
+        parser.error(str(error))
+    except (DatabaseUnavailable, ModelUnavailable, pg_commands.CommandError) as error:
+        return _fail(parser, error)
     return 2
 
 
@@ -212,6 +243,8 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
     sub = commands[args.command]
     if args.command == "search":
         return _search(args, sub)
+    if args.command in ("index", "ask"):
+        return _postgres(args, sub)
     notebooks = lesson_notebooks(Path(notebooks_dir))
     labs = lab_notebooks(Path(notebooks_dir)) if args.command != "sweep" else {}
     try:

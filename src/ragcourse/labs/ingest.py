@@ -120,6 +120,10 @@ def read_source(root: str | Path, path: str) -> SourceFile | Skipped:
     if label is None:
         return Skipped(path, f"unsupported file type {Path(path).suffix or '(no suffix)'!r}")
     try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # a name with bytes that are not UTF-8 cannot be stored as a PostgreSQL text
+        return Skipped(path, "file name is not UTF-8")
+    try:
         data = (Path(root) / path).read_bytes()
     except FileNotFoundError:
         raise Vanished(path) from None
@@ -158,6 +162,11 @@ def sentence_bounds(text: str) -> Spans:
     if start < len(text):
         bounds.append((start, len(text)))
     return [(a, b) for a, b in bounds if text[a:b].strip()]
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` by ``sentence_bounds``' rule, as strings."""
+    return [text[a:b] for a, b in sentence_bounds(text)]
 
 
 def sentence_spans(text: str, size: int = DEFAULT_SIZE, overlap: int = DEFAULT_OVERLAP) -> Spans:

@@ -293,10 +293,18 @@ class PgIndex:
             (updated if before else added).append(item.path)
             pending.append(item)
         chunks_written, embedded = self._write_sources(pending, progress)
-        removed = sorted(set(stored) - seen)
+        removed, listed = [], set(paths)
+        for path in sorted(set(stored) - seen):
+            if path in listed or _absent(root / path):   # vanished when read, or nothing there
+                removed.append(path)
+            else:  # there, but not a regular file (a directory, say): a failed observation keeps the rows
+                skipped.append(Skipped(path, "unreadable (not a regular file)"))
+                kept.append(path)
         for path in removed:
             with self.connection.transaction():
                 self.connection.execute(self.sql("DELETE FROM {s}.sources WHERE path = %s"), [path])
+        with self.connection.transaction():
+            self.connection.execute(self.sql("ANALYZE {s}.sources, {s}.chunks"))  # fresh planner statistics
         return RefreshReport(tuple(added), tuple(updated), tuple(unchanged), tuple(removed), tuple(skipped),
                              tuple(kept), chunks_written, embedded, time.perf_counter() - started)
 
@@ -321,7 +329,7 @@ class PgIndex:
 
     def write_source(self, source: SourceFile, rows: Sequence[tuple]) -> None:
         """Replace one source and its chunks in a single transaction (all or nothing)."""
-        tenant = self.tenant_of(source.path)
+        tenant = check_tenant(self.tenant_of(source.path))
         with self.connection.transaction():
             source_id = self.connection.execute(self.sql(
                 "INSERT INTO {s}.sources (path, content_hash, file_type, file_time, tenant) "
@@ -413,18 +421,33 @@ class PgIndex:
         """A read-only transaction as ``ragcourse_reader`` for ``tenant`` (row-level security applies).
 
         ``exact=True`` turns index scans off for the transaction, so vector search is
-        exhaustive even when an HNSW index exists.
+        exhaustive even when an HNSW index exists (full text still uses its GIN index).
         """
         check_tenant(tenant)
         connection = self.connection
+        if connection.info.transaction_status != 0:  # psycopg.pq.TransactionStatus.IDLE
+            raise RuntimeError("a reader session must not be opened inside another transaction: "
+                               "its role would outlive it")
         with connection.transaction():
-            connection.execute("SET TRANSACTION READ ONLY")
-            connection.execute(f"SET LOCAL ROLE {READER_ROLE}")
-            connection.execute("SELECT set_config('ragcourse.tenant', %s, true)", [tenant])
-            if exact:
-                connection.execute("SET LOCAL enable_indexscan = off")
-                connection.execute("SET LOCAL enable_bitmapscan = off")
+            # One round trip: read-only, the reader role, the tenant, and (exact) no index scans,
+            # each for this transaction only. Bitmap scans stay on: the GIN index of full text
+            # serves only those, and its matches are exact; HNSW serves only index scans.
+            connection.execute(
+                "SELECT set_config('transaction_read_only', 'on', true), set_config('role', %s, true), "
+                "set_config('ragcourse.tenant', %s, true), set_config('enable_indexscan', %s, true)",
+                [READER_ROLE, tenant, "off" if exact else "on"])
             yield connection
+
+
+def _absent(path: Path) -> bool:
+    """Whether nothing is at ``path`` (as ``_file_status`` calls ``missing``); a directory there is not absent."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _file_status(path: Path, digest: str) -> str:

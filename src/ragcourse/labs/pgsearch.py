@@ -62,32 +62,47 @@ def _passages(rows) -> list[ScoredPassage]:
             for rank, (cid, path, ordinal, a, b, text, tenant, score) in enumerate(rows, start=1)]
 
 
-def full_text(index: PgIndex, question: str, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT) -> list[ScoredPassage]:
-    """Chunks matching any term of the question, best ``ts_rank_cd`` first, ties by chunk id."""
+FULL_TEXT_SQL = (
+    "WITH ranked AS (SELECT c.chunk_id, ts_rank_cd(c.search_text, q) AS score "
+    "FROM {s}.chunks c, to_tsquery('english', %s) AS q WHERE c.search_text @@ q "
+    "ORDER BY score DESC, c.chunk_id LIMIT %s) "
+    f"SELECT {COLUMNS}, r.score FROM ranked r JOIN {{s}}.chunks c USING (chunk_id) "
+    "JOIN {s}.sources s USING (source_id) ORDER BY r.score DESC, c.chunk_id")
+DENSE_SQL = (
+    "WITH ranked AS (SELECT c.chunk_id, c.embedding <=> %s AS distance FROM {s}.chunks c "
+    "WHERE c.embedding IS NOT NULL ORDER BY {order} LIMIT %s) "
+    f"SELECT {COLUMNS}, 1 - r.distance FROM ranked r JOIN {{s}}.chunks c USING (chunk_id) "
+    "JOIN {s}.sources s USING (source_id) ORDER BY r.distance, c.chunk_id")
+
+
+def _full_text_rows(connection, index: PgIndex, question: str, limit: int) -> list[ScoredPassage]:
     terms = or_query(question)
     if not terms:
         return []
-    with index.reader(tenant) as connection:
-        rows = connection.execute(index.sql(
-            f"SELECT {COLUMNS}, ts_rank_cd(c.search_text, q) AS score "
-            "FROM {s}.chunks c JOIN {s}.sources s USING (source_id), to_tsquery('english', %s) AS q "
-            "WHERE c.search_text @@ q ORDER BY score DESC, c.chunk_id LIMIT %s"), [terms, limit]).fetchall()
-    return _passages(rows)
+    return _passages(connection.execute(index.sql(FULL_TEXT_SQL), [terms, limit]).fetchall())
+
+
+def _dense_rows(connection, index: PgIndex, vector: np.ndarray, limit: int, exact: bool) -> list[ScoredPassage]:
+    vector = np.asarray(vector, dtype=np.float32)
+    # Ties by chunk id make the exhaustive order total; HNSW can only serve ORDER BY the distance alone.
+    order = "c.embedding <=> %s, c.chunk_id" if exact else "c.embedding <=> %s"
+    statement = index.sql(DENSE_SQL.replace("{order}", order))
+    return _passages(connection.execute(statement, [vector, vector, limit]).fetchall())
+
+
+def full_text(index: PgIndex, question: str, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT) -> list[ScoredPassage]:
+    """Chunks matching any term of the question, best ``ts_rank_cd`` first, ties by chunk id."""
+    with index.reader(tenant) as connection:  # the GIN index (a bitmap scan) finds the matches
+        return _full_text_rows(connection, index, question, limit)
 
 
 def dense(index: PgIndex, vector: np.ndarray, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT,
           exact: bool = True, ef_search: int | None = None) -> list[ScoredPassage]:
     """Chunks by cosine similarity (1 - pgvector's ``<=>``), exhaustive or through HNSW (``exact=False``)."""
-    vector = np.asarray(vector, dtype=np.float32)
-    order = "c.embedding <=> %s, c.chunk_id" if exact else "c.embedding <=> %s"
     with index.reader(tenant, exact=exact) as connection:
         if ef_search is not None:
             connection.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-        rows = connection.execute(index.sql(
-            f"SELECT {COLUMNS}, 1 - (c.embedding <=> %s) AS score "
-            "FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
-            f"WHERE c.embedding IS NOT NULL ORDER BY {order} LIMIT %s"), [vector, vector, limit]).fetchall()
-    return _passages(rows)
+        return _dense_rows(connection, index, vector, limit, exact)
 
 
 @dataclass(frozen=True)
@@ -115,11 +130,12 @@ def fuse(lists: list[list[ScoredPassage]], constant: float = RRF_CONSTANT) -> li
 
 def candidates(index: PgIndex, question: str, vector: np.ndarray, per_path: int = PER_PATH,
                tenant: str = DEFAULT_TENANT, exact: bool = True, constant: float = RRF_CONSTANT) -> Candidates:
-    """Run both paths for one question and fuse them."""
+    """Run both paths for one question (in one read-only session) and fuse them."""
     started = time.perf_counter()
-    lexical = full_text(index, question, per_path, tenant)
-    middle = time.perf_counter()
-    semantic = dense(index, vector, per_path, tenant, exact)
+    with index.reader(tenant, exact=exact) as connection:
+        lexical = _full_text_rows(connection, index, question, per_path)
+        middle = time.perf_counter()
+        semantic = _dense_rows(connection, index, vector, per_path, exact)
     ended = time.perf_counter()
     fused = fuse([lexical, semantic], constant)
     return Candidates(question, tuple(lexical), tuple(semantic), tuple(fused),

@@ -46,7 +46,12 @@ def passage_sentences(text: str, segment: Segment) -> list[str]:
 
 @dataclass
 class SentenceSplitter:
-    """``passage_sentences`` with pysbd created on first use and every text's split remembered."""
+    """``passage_sentences`` with every text's split remembered.
+
+    The default rule is the one sentence packing uses at ingest (``ingest.split_sentences``:
+    a cut after ``.``, ``!`` or ``?`` and whitespace), fast enough to split every candidate
+    of every question; pass ``segment=pysbd_segmenter()`` for lab 03's segmenter.
+    """
 
     segment: Segment | None = None
     memo: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
@@ -55,9 +60,9 @@ class SentenceSplitter:
         """The sentences of ``text`` (split once, then read from the memo)."""
         if text not in self.memo:
             if self.segment is None:
-                from .splitters import pysbd_segmenter
+                from .ingest import split_sentences
 
-                self.segment = pysbd_segmenter()
+                self.segment = split_sentences
             self.memo[text] = tuple(passage_sentences(text, self.segment))
         return self.memo[text]
 
@@ -92,7 +97,8 @@ class ExtractiveReader:
         else:
             vectors = np.asarray(self.encoder.encode([question] + [s for s, _ in units]), dtype=np.float32)
             scores = (vectors[1:] @ vectors[0]).tolist()
-            order = sorted(range(len(units)), key=lambda i: -scores[i])[:self.sentences]
+            order = _distinct(sorted(range(len(units)), key=lambda i: -scores[i]),
+                              [units[i][0] for i in range(len(units))])[:self.sentences]
             evidence = tuple((units[i][0], units[i][1], float(scores[i])) for i in order)
             result = self._decide(question, evidence)
         problems = check_citations(result, context)
@@ -109,6 +115,22 @@ class ExtractiveReader:
         text = " ".join(f"{sentence} [{citation}]" for sentence, citation, _ in evidence)
         citations = tuple(dict.fromkeys(citation for _, citation, _ in evidence))
         return Answer(question, text, citations, False, evidence, best)
+
+
+def _distinct(order: list[int], sentences: list[str]) -> list[int]:
+    """``order`` without a sentence whose text (whitespace and case aside) came earlier.
+
+    A See Also line such as "concatenate : Join a sequence of arrays ..." sits on many
+    pages; the reader says it once, citing the best-ranked passage that holds it.
+    """
+    seen: set[str] = set()
+    kept = []
+    for i in order:
+        key = " ".join(sentences[i].split()).lower()
+        if key not in seen:
+            seen.add(key)
+            kept.append(i)
+    return kept
 
 
 def check_citations(answer: Answer, context: AssembledContext) -> list[str]:

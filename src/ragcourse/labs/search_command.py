@@ -7,7 +7,9 @@
 Each retriever uses its lab's chunks: ``lexical`` and ``bm25`` lab 01's paragraphs (800
 characters), ``tfidf`` and ``dense`` lab 02's word windows (60 words, 20 overlap);
 ``hybrid`` is lab 03's final configuration: recursive chunks of 800 characters with the
-page title and section heading written in front, BM25 and dense fused by RRF (k = 60).
+page title and section heading written in front, BM25 and dense fused by RRF (k = 60);
+``postgres`` is lab 04's index (built by ``python -m ragcourse index``): PostgreSQL full
+text and pgvector, 30 candidates each, fused by RRF (k = 60).
 Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter
 inside the search (before the top k is cut), so a filter never leaves fewer than k results
 when k visible pages match. The model loads once per call, however many questions the
@@ -20,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-RETRIEVERS = ("lexical", "bm25", "tfidf", "dense", "hybrid")
+RETRIEVERS = ("lexical", "bm25", "tfidf", "dense", "hybrid", "postgres")
 MAX_K = 1000
 
 
@@ -118,15 +120,25 @@ def result_object(question: str, retriever: str, hits: Sequence) -> dict:
             "results": [{"doc_id": h.doc_id, "chunk": h.chunk, "score": round(h.score, 6)} for h in hits]}
 
 
+def _answers(name: str, questions: list[str]) -> list[list]:
+    """Each question's document hits from the named in-memory retriever (built once)."""
+    retriever = build_retriever(name)
+    if hasattr(retriever, "search_many"):
+        return retriever.search_many(questions)
+    return [retriever.search(q) for q in questions]
+
+
 def run(args: argparse.Namespace, out) -> int:
     """Answer the questions; the exit status (0). Raises ValueError for bad input, ModelUnavailable."""
     questions = questions_from(args)
     allowed = allowed_pages(args)
-    retriever = build_retriever(args.retriever)
-    if hasattr(retriever, "search_many"):
-        answers = retriever.search_many(questions)
+    if args.retriever == "postgres":
+        from .pg_commands import postgres_document_hits
+        from .pgsearch import check_question
+
+        answers = postgres_document_hits([check_question(q) for q in questions], args.k)
     else:
-        answers = [retriever.search(q) for q in questions]
+        answers = _answers(args.retriever, questions)
     for question, hits in zip(questions, answers):
         top = [h for h in hits if allowed is None or h.doc_id in allowed][:args.k]
         if args.file is not None or args.json:

@@ -1,0 +1,233 @@
+"""``python -m ragcourse index`` and ``ask``: lab 04's PostgreSQL baseline from the shell.
+
+  python -m ragcourse index                       # build the index of the numpy reference
+  python -m ragcourse index --refresh             # re-index what changed, drop what is gone
+  python -m ragcourse index --check               # the health checks only (exit 1 if one fails)
+  python -m ragcourse index --corpus ~/notes      # any folder of text files, in its own index
+  python -m ragcourse ask "how do I join two arrays end to end" [--json] [--trace]
+
+The database is the embedded PostgreSQL kept in ``<cache dir>/postgres`` (started for the
+command and stopped after it), or the server named by ``$RAGCOURSE_DATABASE_URL``; the
+line naming it goes to stderr, so ``--json`` output stays clean. The default corpus is
+the numpy reference exported as Markdown (summaries left out) into the cache folder; each
+corpus folder gets its own schema, and an index is never refreshed from a folder other
+than the one it was built from.
+
+Exit status: 0 done, 1 a failed health check or an unusable database or index, 2 a bad argument.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from .ingest import DEFAULT_POLICY, POLICIES
+
+DEFAULT_SCHEMA = "ragcourse"
+
+
+class CommandError(Exception):
+    """A problem with the database or the index (exit status 1), with the fix in its message."""
+
+
+def add_index_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``index`` command's arguments."""
+    parser.add_argument("--corpus", type=Path, metavar="DIR",
+                        help="folder of text files to index (default: the numpy reference, exported)")
+    parser.add_argument("--schema", metavar="NAME", help="the index's schema (default: one per corpus folder)")
+    parser.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY,
+                        help=f"chunking policy (default: {DEFAULT_POLICY}, 2,000 characters, 300 overlap)")
+    parser.add_argument("--refresh", action="store_true", help="re-index changed files, remove deleted ones")
+    parser.add_argument("--check", action="store_true", help="run the health checks only")
+    parser.add_argument("--hnsw", action="store_true", help="also build pgvector's HNSW index")
+
+
+def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``ask`` command's arguments."""
+    parser.add_argument("question", help="the question")
+    parser.add_argument("--corpus", type=Path, metavar="DIR", help="ask the index of this folder (default: numpy)")
+    parser.add_argument("--schema", metavar="NAME", help="ask this index (default: the corpus's)")
+    parser.add_argument("--tenant", default="public", help="answer from this tenant's rows only (default: public)")
+    parser.add_argument("--json", action="store_true", help="the answer and its whole trace as one JSON object")
+    parser.add_argument("--trace", action="store_true", help="print every stage after the answer")
+    parser.add_argument("--reranker-model", metavar="PATH",
+                        help="a sentence-transformers CrossEncoder folder to rerank with (default: MiniLM max-sim)")
+
+
+def default_corpus() -> Path:
+    """The numpy reference as Markdown in the cache folder, exported on first use."""
+    from .apidocs import export_markdown, load_corpus
+    from .dense import cache_dir
+
+    corpus = load_corpus()
+    folder = cache_dir() / f"numpy-{corpus.numpy_version}-{corpus.fingerprint()[:12]}"
+    if not folder.is_dir():
+        export_markdown(corpus, folder, summaries=False)
+    return folder
+
+
+def schema_for(args: argparse.Namespace) -> tuple[Path, str]:
+    """(corpus folder, schema name) the arguments choose; ValueError for a bad folder or name."""
+    from .database import check_schema
+
+    if args.corpus is None:
+        root = default_corpus()
+        schema = args.schema or DEFAULT_SCHEMA
+    else:
+        root = args.corpus.expanduser()
+        if not root.is_dir():
+            raise ValueError(f"argument --corpus: {str(args.corpus)!r} is not a folder")
+        digest = hashlib.sha256(str(root.resolve()).encode("utf-8")).hexdigest()[:10]
+        schema = args.schema or f"corpus_{digest}"
+    try:
+        check_schema(schema)
+    except ValueError as error:
+        raise ValueError(f"argument --schema: {error}") from None
+    return root, schema
+
+
+def _open(schema: str, policy: str = DEFAULT_POLICY):
+    from .database import open_database
+    from .dense import DenseEncoder
+    from .ingest import ChunkPolicy
+    from .pgindex import PgIndex
+
+    database = open_database()
+    print(f"database: {database.describe()}", file=sys.stderr)
+    return database, PgIndex(database, schema, ChunkPolicy(policy), DenseEncoder())
+
+
+def _chunker_of(database, schema: str) -> str | None:
+    """The chunker version an existing index was built with (None if there is no index)."""
+    from .pgindex import PgIndex
+
+    probe = PgIndex(database, schema)
+    try:
+        return probe.meta().get("chunker") if probe.exists() else None
+    finally:
+        probe.close()
+
+
+def run_index(args: argparse.Namespace, out) -> int:
+    """Build, refresh or check an index; the exit status."""
+    root, schema = schema_for(args)
+    if args.check and args.refresh:
+        raise ValueError("argument --check: give --check or --refresh, not both")
+    database, index = _open(schema, args.policy)
+    try:
+        built = index.exists()
+        if built:
+            stored_root = index.meta().get("corpus_root")
+            if stored_root and Path(stored_root) != root.resolve():
+                raise CommandError(f"index {schema!r} was built from {stored_root}, not {root.resolve()}; "
+                                   f"pass --schema NAME to build another index")
+        if args.check:
+            if not built:
+                raise CommandError(f"no index {schema!r} yet: run `python -m ragcourse index` first")
+            return _print_health(index, root, out)
+        if built and not args.refresh:
+            print(f"index {schema!r} exists ({index.meta().get('chunker')}); --refresh updates it, "
+                  "--check checks it", file=out)
+            return _print_health(index, root, out)
+        report = index.refresh(root)
+        print(f"index {schema!r} from {root}: {report.summary()}", file=out)
+        for skipped in report.skipped:
+            kept = " (earlier rows kept)" if skipped.path in report.kept else ""
+            print(f"  skipped {skipped.path}: {skipped.reason}{kept}", file=out)
+        if args.hnsw:
+            print(f"HNSW index built in {index.create_hnsw():.1f} s", file=out)
+        return _print_health(index, root, out)
+    finally:
+        index.close()
+        database.close()
+
+
+def _print_health(index, root: Path, out) -> int:
+    report = index.health(root)
+    for line in report.lines():
+        print(line, file=out)
+    return 0 if report.passed else 1
+
+
+def run_ask(args: argparse.Namespace, out) -> int:
+    """Answer one question with citations; the exit status."""
+    from .baseline import Baseline
+    from .pgindex import check_tenant
+    from .pgsearch import check_question
+    from .rerank import make_reranker
+
+    question = check_question(args.question)
+    try:
+        check_tenant(args.tenant)
+    except ValueError as error:
+        raise ValueError(f"argument --tenant: {error}") from None
+    if args.reranker_model is not None and not Path(args.reranker_model).exists():
+        raise ValueError(f"argument --reranker-model: {args.reranker_model!r} does not exist")
+    root, schema = schema_for(args)
+    database, index = _open(schema)
+    try:
+        _require(index, schema, args.corpus)
+        baseline = Baseline(index, index.encoder, reranker=make_reranker(index.encoder, args.reranker_model))
+        trace = baseline.ask(question, args.tenant)
+        if args.json:
+            print(json.dumps(trace.to_dict(), ensure_ascii=False), file=out)
+            return 0
+        print(trace.answer.text, file=out)
+        if args.trace:
+            print("", file=out)
+            for line in trace.lines():
+                print(line, file=out)
+        return 0
+    finally:
+        index.close()
+        database.close()
+
+
+def _require(index, schema: str, corpus: Path | None) -> None:
+    if not index.exists():
+        where = f" --corpus {corpus}" if corpus is not None else ""
+        raise CommandError(f"no index {schema!r} yet: run `python -m ragcourse index{where}` first")
+    built_with = index.meta().get("chunker")
+    if built_with != index.policy.version:
+        index.policy = _policy_from_version(built_with)
+
+
+def _policy_from_version(version: str | None):
+    """The ChunkPolicy an index records (so queries report health against what it was built with)."""
+    import re
+
+    from .ingest import ChunkPolicy
+
+    match = re.fullmatch(r"(\w+)-v1(?:\(size=(\d+),overlap=(\d+)\))?", version or "")
+    if not match:
+        return ChunkPolicy()
+    name, size, overlap = match.groups()
+    return ChunkPolicy(name) if size is None else ChunkPolicy(name, int(size), int(overlap))
+
+
+def postgres_document_hits(questions: list[str], k: int) -> list[list]:
+    """``search --retriever postgres``: the fused candidates of the default index, as documents."""
+    from .retrievers import DocumentHit
+
+    _, schema = schema_for(argparse.Namespace(corpus=None, schema=None))
+    database, index = _open(schema)
+    try:
+        _require(index, schema, None)
+        from .pgsearch import candidates
+
+        vectors = index.encoder.encode(questions)
+        results = []
+        for question, vector in zip(questions, vectors):
+            found = candidates(index, question, vector)
+            seen, hits = set(), []
+            for sp in found.fused:
+                if sp.passage.doc_id not in seen:
+                    seen.add(sp.passage.doc_id)
+                    hits.append(DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score))
+            results.append(hits)
+        return results
+    finally:
+        index.close()
+        database.close()

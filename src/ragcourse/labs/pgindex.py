@@ -82,10 +82,11 @@ def _ddl(schema: str) -> list[str]:
     ]
 
 
-def _policies() -> list[str]:
+def _policies() -> list[tuple[str, str]]:
+    """(table, statement): the reader role sees a row only when its tenant is the transaction's."""
     setting = "current_setting('ragcourse.tenant', true)"
-    return [f"CREATE POLICY tenant_rows ON {{s}}.{table} FOR SELECT TO {READER_ROLE} USING (tenant = {setting})"
-            for table in ("sources", "chunks")]
+    return [(table, f"CREATE POLICY tenant_rows ON {{s}}.{table} FOR SELECT TO {READER_ROLE} "
+                    f"USING (tenant = {setting})") for table in ("sources", "chunks")]
 
 
 @dataclass(frozen=True)
@@ -209,10 +210,10 @@ class PgIndex:
             role = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [READER_ROLE]).fetchone()
             if role is None:
                 connection.execute(f"CREATE ROLE {READER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
-            for statement in _policies():
+            for table, statement in _policies():
                 exists = connection.execute(
                     "SELECT 1 FROM pg_policies WHERE schemaname = %s AND tablename = %s AND policyname = 'tenant_rows'",
-                    [self.schema, statement.split(".")[1].split()[0]]).fetchone()
+                    [self.schema, table]).fetchone()
                 if exists is None:
                     connection.execute(self.sql(statement))
             connection.execute(self.sql(f"GRANT USAGE ON SCHEMA {{s}} TO {READER_ROLE}"))

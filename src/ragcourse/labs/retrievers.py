@@ -7,7 +7,7 @@ What comes back is a list of ``DocumentHit``: a document id, the chunk that won 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 

@@ -14,16 +14,24 @@ numpy seed), renormalised. Each copy gets its own source rows (``copy007/numpy.s
 tenant ``public`` so the reader session sees them. The rows go in with binary
 ``COPY ... FROM STDIN`` (timed: rows/s), followed by ``VACUUM ANALYZE``.
 
-At every scale the 50 judged questions (vectors from the DenseEncoder, cached) run
-through each stage, first without and then with an HNSW index (m 16, ef_construction 64,
-build timed): full text (``full_text``), dense exact (``dense(exact=True)``), dense
-HNSW (``dense(exact=False)``, default ``hnsw.ef_search`` 40) and the RRF step
-(``fuse`` over the full-text and exact lists), plus full_text's own statement in a reader
-session with index scans allowed ("FT+GIN": ``full_text``'s reader session turns index and
-bitmap scans off, so it never uses the GIN index). One warm-up pass is discarded, then
-``--repeats`` passes are timed; the table gives the median and 95th percentile in ms and
-HNSW recall@30 against exact. The query plans are checked with EXPLAIN, and a note says
-which index each stage used.
+At every scale the 50 judged questions (vectors from the DenseEncoder, cached) are timed
+in two passes, each as whole calls of ``pgsearch`` (every call opens its own reader session,
+as a caller pays it):
+
+- without a vector index: full text (``full_text``, whose reader session allows bitmap
+  scans, so the planner may use the GIN index), dense exact (``dense(exact=True)``) and the
+  RRF step (``fuse`` over the full-text and exact lists);
+- with an HNSW index (m 16, ef_construction 64, build timed): the dense paths only (full
+  text does not change when a vector index exists): exact, HNSW at the server's
+  ``hnsw.ef_search`` (40 unless configured otherwise), and HNSW at each ``--ef-search``
+  value (``dense(exact=False, ef_search=N)``), each with recall@30 against exact.
+
+One warm-up pass is discarded, then ``--repeats`` passes are timed (2 by default, so
+every p50/p95 is over 100 calls at every scale, 100x included). The main table gives p50/p95
+in ms per stage; a second table gives HNSW p50/p95 and recall@30 per ef_search value. The
+growth line compares the largest scale with the smallest. One line per scale says which
+plan ``full_text``'s own statement gets (EXPLAIN in the same reader session, for every
+question): a GIN bitmap scan on ``chunks_search_text`` or a (parallel) sequential scan.
 
 The HNSW build session sets ``maintenance_work_mem = '512MB'`` (pgvector keeps the graph
 in memory while it fits, which keeps the 100x build from crawling);
@@ -33,7 +41,8 @@ Everything happens in a temporary embedded PostgreSQL that is deleted at the end
 Ctrl-C (or in ``$RAGCOURSE_DATABASE_URL``'s server, where the benchmark's schemas are
 dropped at the end).
 
-    .venv/bin/python benchmarks/lab04_scale.py [--scales 1,10,100] [--repeats 2] [--json PATH]
+    .venv/bin/python benchmarks/lab04_scale.py [--scales 1,10,100] [--ef-search 40,100,200]
+        [--repeats 2] [--json PATH]
 """
 from __future__ import annotations
 
@@ -50,7 +59,7 @@ from ragcourse.labs.apidocs import export_markdown, load_corpus
 from ragcourse.labs.database import open_database
 from ragcourse.labs.dense import DenseEncoder, EmbeddingCache
 from ragcourse.labs.pgindex import DEFAULT_TENANT, PgIndex
-from ragcourse.labs.pgsearch import COLUMNS, PER_PATH, dense, full_text, fuse, or_query
+from ragcourse.labs.pgsearch import FULL_TEXT_SQL, PER_PATH, dense, full_text, fuse, or_query
 from ragcourse.labs.queries import judged_questions
 
 SCHEMA_PREFIX = "lab04_scale_"
@@ -58,10 +67,7 @@ MAINTENANCE_WORK_MEM = "512MB"
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 64
 SEED = 20240404
 MAX_SCALE = 1000
-# pgsearch.full_text's statement, to run it with index scans allowed (full_text's reader turns them off)
-FULL_TEXT_SQL = (f"SELECT {COLUMNS}, ts_rank_cd(c.search_text, q) AS score FROM {{s}}.chunks c "
-                 "JOIN {s}.sources s USING (source_id), to_tsquery('english', %s) AS q "
-                 "WHERE c.search_text @@ q ORDER BY score DESC, c.chunk_id LIMIT %s")
+MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
 # -- options ------------------------------------------------------------------------------
@@ -76,9 +82,22 @@ def parse_scales(text: str) -> list[int]:
     return sorted(scales)
 
 
+def parse_ef_search(text: str) -> list[int]:
+    """``"40,100,200"`` -> [40, 100, 200]; ValueError unless distinct whole numbers from 1 to 1000."""
+    parts = [p.strip() for p in text.split(",")]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise ValueError(f"--ef-search must be comma-separated whole numbers such as 40,100,200; got {text!r}")
+    values = [int(p) for p in parts]
+    if not all(1 <= v <= MAX_EF_SEARCH for v in values) or len(set(values)) != len(values):
+        raise ValueError(f"--ef-search must be distinct whole numbers from 1 to {MAX_EF_SEARCH}; got {text!r}")
+    return sorted(values)
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", default="1,10,100", help="multiples of the real index (default 1,10,100)")
+    parser.add_argument("--ef-search", default="40,100,200",
+                        help="hnsw.ef_search values timed at every scale, with recall@30 (default 40,100,200)")
     parser.add_argument("--repeats", type=int, default=2, help="timed passes per question after one warm-up (default 2)")
     parser.add_argument("--noise", type=float, default=0.015,
                         help="std of the Gaussian noise per dimension for synthetic vectors (default 0.015)")
@@ -88,6 +107,7 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     try:
         args.scales = parse_scales(args.scales)
+        args.ef_search = parse_ef_search(args.ef_search)
     except ValueError as error:
         parser.error(str(error))
     if not 1 <= args.repeats <= 100:
@@ -131,8 +151,9 @@ class ScaleResult:
     insert_note: str
     hnsw_build_s: float | None = None
     stages: dict = field(default_factory=dict)      # "no index" / "hnsw" -> stage -> ms summary
-    recall_at_30: float | None = None
-    plans: dict = field(default_factory=dict)
+    recall_at_30: float | None = None               # HNSW at the server's ef_search
+    ef_search: list = field(default_factory=list)   # one row per --ef-search value
+    plans: dict = field(default_factory=dict)       # "full text" -> scan kind -> questions
 
 
 # -- building -----------------------------------------------------------------------------
@@ -234,19 +255,15 @@ def count_rows(index: PgIndex) -> tuple[int, int]:
 
 
 # -- querying -----------------------------------------------------------------------------
-def full_text_gin(index: PgIndex, question: str) -> list:
-    """``full_text``'s statement in a reader session with index scans on, so the GIN index can be used."""
+def server_ef_search(index: PgIndex) -> str:
+    """The ``hnsw.ef_search`` a reader session gets when ``dense`` does not set one."""
     with index.reader(DEFAULT_TENANT, exact=False) as connection:
-        return connection.execute(index.sql(FULL_TEXT_SQL), [or_query(question), PER_PATH]).fetchall()
+        return connection.execute("SHOW hnsw.ef_search").fetchone()[0]
 
 
-def measure_queries(index: PgIndex, questions: list[str], vectors: np.ndarray, repeats: int,
-                    with_hnsw: bool) -> tuple[dict, float | None]:
-    """Stage latencies (ms summaries) over ``repeats`` timed passes after a warm-up; recall@30 with HNSW."""
-    timings: dict[str, list[float]] = {"full text": [], "exact": [], "fusion": [], "full text gin": []}
-    if with_hnsw:
-        timings["hnsw"] = []
-    recalls = []
+def measure_without_index(index: PgIndex, questions: list[str], vectors: np.ndarray, repeats: int) -> dict:
+    """Full text, exact dense and fusion (whole calls, each path in its own reader session)."""
+    timings: dict[str, list[float]] = {"full text": [], "exact": [], "fusion": []}
     for number in range(1 + repeats):
         for question, vector in zip(questions, vectors):
             t0 = time.perf_counter()
@@ -256,55 +273,79 @@ def measure_queries(index: PgIndex, questions: list[str], vectors: np.ndarray, r
             t2 = time.perf_counter()
             fuse([lexical, exact])
             t3 = time.perf_counter()
-            gin = full_text_gin(index, question)
-            t4 = time.perf_counter()
+            if number > 0:  # pass 0 is the warm-up
+                timings["full text"].append(t1 - t0)
+                timings["exact"].append(t2 - t1)
+                timings["fusion"].append(t3 - t2)
+    return {stage: ms_summary(values) for stage, values in timings.items()}
+
+
+def measure_with_hnsw(index: PgIndex, questions: list[str], vectors: np.ndarray, repeats: int,
+                      ef_values: list[int]) -> tuple[dict, float, list[dict]]:
+    """Exact and HNSW dense with the index built: stage summaries, recall@30 at the default ef_search,
+    and one row (latency, recall@30) per ``ef_values`` entry. Full text is not re-timed."""
+    settings = [None, *ef_values]            # None: the server's hnsw.ef_search
+    seconds = {ef: [] for ef in settings}
+    exact_s: list[float] = []
+    truth: list[set[int]] = []
+    recall = {ef: [] for ef in settings}
+    for number in range(1 + repeats):
+        for position, vector in enumerate(vectors):
+            t0 = time.perf_counter()
+            exact = dense(index, vector, PER_PATH, exact=True)
+            exact_s.append(time.perf_counter() - t0)
             if number == 0:
-                assert [r[0] for r in gin] == [sp.passage.chunk_id for sp in lexical], "GIN changed the ranking"
-                if with_hnsw:
-                    dense(index, vector, PER_PATH, exact=False)
-                continue
-            timings["full text"].append(t1 - t0)
-            timings["exact"].append(t2 - t1)
-            timings["fusion"].append(t3 - t2)
-            timings["full text gin"].append(t4 - t3)
-            if with_hnsw:
-                t5 = time.perf_counter()
-                approximate = dense(index, vector, PER_PATH, exact=False)
-                timings["hnsw"].append(time.perf_counter() - t5)
-                truth = {sp.passage.chunk_id for sp in exact}
-                recalls.append(len(truth & {sp.passage.chunk_id for sp in approximate}) / len(truth))
-    return {stage: ms_summary(values) for stage, values in timings.items()}, \
-        (float(np.mean(recalls)) if recalls else None)
+                truth.append({sp.passage.chunk_id for sp in exact})
+            for ef in settings:
+                t0 = time.perf_counter()
+                approximate = dense(index, vector, PER_PATH, exact=False, ef_search=ef)
+                seconds[ef].append(time.perf_counter() - t0)
+                if number == 0:
+                    found = {sp.passage.chunk_id for sp in approximate}
+                    recall[ef].append(len(truth[position] & found) / len(truth[position]))
+    warm = len(vectors)  # drop the warm-up pass
+    stages = {"exact": ms_summary(exact_s[warm:]), "hnsw": ms_summary(seconds[None][warm:])}
+    sweep = [{"ef_search": ef, **ms_summary(seconds[ef][warm:]), "recall_at_30": float(np.mean(recall[ef]))}
+             for ef in ef_values]
+    return stages, float(np.mean(recall[None])), sweep
 
 
-def plan_nodes(index: PgIndex, question: str, vector: np.ndarray) -> dict[str, str]:
-    """Which scan each stage's statement gets (EXPLAIN in the same reader sessions the stages use)."""
-    statements = {
-        "full text": (True, FULL_TEXT_SQL, [or_query(question), PER_PATH]),
-        "full text, GIN allowed": (False, FULL_TEXT_SQL, [or_query(question), PER_PATH]),
-        "exact": (True, f"SELECT {COLUMNS}, 1 - (c.embedding <=> %s) AS score FROM {{s}}.chunks c JOIN {{s}}.sources s "
-                        "USING (source_id) WHERE c.embedding IS NOT NULL ORDER BY c.embedding <=> %s, c.chunk_id LIMIT %s",
-                  [vector, vector, PER_PATH]),
-        "hnsw": (False, f"SELECT {COLUMNS}, 1 - (c.embedding <=> %s) AS score FROM {{s}}.chunks c JOIN {{s}}.sources s "
-                        "USING (source_id) WHERE c.embedding IS NOT NULL ORDER BY c.embedding <=> %s LIMIT %s",
-                 [vector, vector, PER_PATH]),
-    }
-    found = {}
-    for stage, (exact, statement, params) in statements.items():
-        with index.reader(DEFAULT_TENANT, exact=exact) as connection:
-            lines = [r[0] for r in connection.execute(index.sql("EXPLAIN " + statement), params).fetchall()]
-        scans = [line.strip().lstrip("-> ").split("  (")[0] for line in lines if "Scan" in line]
-        found[stage] = "; ".join(s for s in scans if " on chunks" in s or "chunks_" in s) or "; ".join(scans)
-    return found
+def _plan_nodes(node: dict):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)
 
 
-def measure_scale(index: PgIndex, result: ScaleResult, questions, vectors, repeats: int) -> ScaleResult:
+def full_text_plan(index: PgIndex, questions: list[str]) -> dict:
+    """How ``full_text``'s own statement finds its matches, per question: EXPLAIN in the same reader
+    session ``full_text`` opens. ``GIN bitmap``: a Bitmap Index Scan on chunks_search_text; otherwise
+    the scan node that filters on ``@@`` (a Seq Scan or Parallel Seq Scan)."""
+    counts: dict[str, int] = {}
+    for question in questions:
+        terms = or_query(question)
+        if not terms:
+            continue  # full_text returns [] without a query
+        with index.reader(DEFAULT_TENANT) as connection:
+            plan = connection.execute(index.sql("EXPLAIN (FORMAT JSON) " + FULL_TEXT_SQL),
+                                      [terms, PER_PATH]).fetchone()[0][0]["Plan"]
+        nodes = list(_plan_nodes(plan))
+        if any(n.get("Index Name") == "chunks_search_text" for n in nodes):
+            kind = "GIN bitmap"
+        else:
+            kind = next((n["Node Type"] for n in nodes if "@@" in n.get("Filter", "")), "other")
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def measure_scale(index: PgIndex, result: ScaleResult, questions, vectors, repeats: int,
+                  ef_values: list[int]) -> ScaleResult:
     print(f"  {result.scale}x: {result.rows:,} rows; queries without an index ...", flush=True)
-    result.stages["no index"], _ = measure_queries(index, questions, vectors, repeats, with_hnsw=False)
+    result.plans = {"full text": full_text_plan(index, questions)}
+    result.stages["no index"] = measure_without_index(index, questions, vectors, repeats)
     result.hnsw_build_s = build_hnsw(index)
-    print(f"  {result.scale}x: HNSW built in {result.hnsw_build_s:.1f} s; queries with it ...", flush=True)
-    result.stages["hnsw"], result.recall_at_30 = measure_queries(index, questions, vectors, repeats, with_hnsw=True)
-    result.plans = plan_nodes(index, questions[0], vectors[0])
+    print(f"  {result.scale}x: HNSW built in {result.hnsw_build_s:.1f} s; dense queries with it ...", flush=True)
+    result.stages["hnsw"], result.recall_at_30, result.ef_search = measure_with_hnsw(
+        index, questions, vectors, repeats, ef_values)
     return result
 
 
@@ -313,23 +354,38 @@ def pair(summary: dict | None) -> str:
     return "-" if summary is None else f"{summary['p50']:.2f}/{summary['p95']:.2f}"
 
 
-def table(results: list[ScaleResult]) -> list[str]:
+def table(results: list[ScaleResult], default_ef: str) -> list[str]:
     header = (f"{'scale':>5} {'index':<8} {'rows':>7} {'insert rows/s':>13} {'HNSW build s':>12} "
-              f"{'full text ms':>15} {'FT+GIN ms':>15} {'exact ms':>15} {'HNSW ms':>11} {'fusion ms':>10} {'recall@30':>9}")
+              f"{'full text ms':>15} {'exact ms':>15} {'HNSW ms':>11} {'fusion ms':>10} {'recall@30':>9}")
     out = [header, "-" * len(header)]
     for r in results:
-        for mode in ("no index", "hnsw"):
-            stages = r.stages[mode]
-            first = mode == "no index"
-            out.append(f"{(str(r.scale) + 'x') if first else '':>5} {mode:<8} {r.rows if first else '':>7} "
-                       f"{(f'{r.insert_rows_per_s:,.0f}' + r.insert_note) if first else '':>13} "
-                       f"{'' if first else f'{r.hnsw_build_s:.2f}':>12} {pair(stages['full text']):>15} "
-                       f"{pair(stages['full text gin']):>15} "
-                       f"{pair(stages['exact']):>15} {pair(stages.get('hnsw')):>11} {pair(stages['fusion']):>10} "
-                       f"{'' if first else f'{r.recall_at_30:.3f}':>9}")
-    out.append("times are p50/p95 ms over the judged questions; fusion is the RRF step alone (full text + exact "
-               "lists); FT+GIN is full_text's statement with index scans allowed (full_text's reader turns them off)")
+        plain, hnsw = r.stages["no index"], r.stages["hnsw"]
+        out.append(f"{str(r.scale) + 'x':>5} {'no index':<8} {r.rows:>7} "
+                   f"{f'{r.insert_rows_per_s:,.0f}' + r.insert_note:>13} {'':>12} {pair(plain['full text']):>15} "
+                   f"{pair(plain['exact']):>15} {'-':>11} {pair(plain['fusion']):>10} {'':>9}")
+        out.append(f"{'':>5} {'hnsw':<8} {'':>7} {'':>13} {r.hnsw_build_s:>12.2f} {'-':>15} "
+                   f"{pair(hnsw['exact']):>15} {pair(hnsw['hnsw']):>11} {'-':>10} {r.recall_at_30:>9.3f}")
+    out.append(f"times are p50/p95 ms of whole calls over the judged questions; fusion is the RRF step alone "
+               f"(full text + exact lists); HNSW at the server's ef_search ({default_ef}); full text is timed "
+               f"without the vector index only (it does not use it)")
     return out
+
+
+def ef_table(results: list[ScaleResult]) -> list[str]:
+    header = f"{'scale':>5} {'ef_search':>9} {'HNSW p50 ms':>11} {'HNSW p95 ms':>11} {'recall@30':>9}"
+    out = [header, "-" * len(header)]
+    for r in results:
+        for number, row in enumerate(r.ef_search):
+            out.append(f"{(str(r.scale) + 'x') if number == 0 else '':>5} {row['ef_search']:>9} "
+                       f"{row['p50']:>11.2f} {row['p95']:>11.2f} {row['recall_at_30']:>9.3f}")
+    return out
+
+
+def plan_line(r: ScaleResult) -> str:
+    counts = r.plans["full text"]
+    total = sum(counts.values())
+    return (f"full_text plan at {r.scale}x: "
+            + ", ".join(f"{kind} {n}/{total}" for kind, n in sorted(counts.items(), key=lambda kv: -kv[1])))
 
 
 def growth(results: list[ScaleResult]) -> str:
@@ -340,12 +396,12 @@ def growth(results: list[ScaleResult]) -> str:
     def ratio(a, b):
         return f"x{b / a:.1f}" if a else "n/a"
 
-    h, l_ = high.stages["hnsw"], low.stages["hnsw"]
+    n_l, n_h = low.stages["no index"], high.stages["no index"]
+    h_l, h_h = low.stages["hnsw"], high.stages["hnsw"]
     return (f"growth {high.scale}x/{low.scale}x: rows {ratio(low.rows, high.rows)}, "
-            f"full text p50 {ratio(l_['full text']['p50'], h['full text']['p50'])} "
-            f"(with GIN {ratio(l_['full text gin']['p50'], h['full text gin']['p50'])}), "
-            f"exact p50 {ratio(l_['exact']['p50'], h['exact']['p50'])}, "
-            f"HNSW p50 {ratio(l_['hnsw']['p50'], h['hnsw']['p50'])}, "
+            f"full text p50 {ratio(n_l['full text']['p50'], n_h['full text']['p50'])}, "
+            f"exact p50 {ratio(n_l['exact']['p50'], n_h['exact']['p50'])}, "
+            f"HNSW p50 {ratio(h_l['hnsw']['p50'], h_h['hnsw']['p50'])}, "
             f"HNSW build {ratio(low.hnsw_build_s, high.hnsw_build_s)}, "
             f"recall@30 {low.recall_at_30:.3f} -> {high.recall_at_30:.3f}")
 
@@ -401,19 +457,25 @@ def run(args, db, scratch: Path, created: list[PgIndex]) -> dict:
                   f"({rate:,.0f} rows/s); VACUUM ANALYZE {vacuum_analyze(db, index):.1f} s", flush=True)
         rows, n_sources = count_rows(index)
         result = measure_scale(index, ScaleResult(scale, rows, n_sources, rate, note), questions, query_vectors,
-                               args.repeats)
+                               args.repeats, args.ef_search)
         results.append(result)
+        default_ef = server_ef_search(index)
         if index is not base:
             index.drop()
-    lines = table(results)
+    lines = table(results, default_ef)
     print()
     print("\n".join(lines[:-1]))
     print("insert rows/s: r = warm-cache refresh (chunk, cache look-up, row-by-row INSERT), c = binary COPY")
     print(lines[-1])
+    print()
+    print("\n".join(ef_table(results)))
+    print("HNSW with dense(exact=False, ef_search=N); recall@30 against dense(exact=True) on the same rows")
+    print()
     print(growth(results))
     for r in results:
-        print(f"plans at {r.scale}x: " + " | ".join(f"{stage}: {plan}" for stage, plan in r.plans.items()))
+        print(plan_line(r))
     return {"database": db.describe(), "repeats": args.repeats, "noise": args.noise, "seed": SEED,
+            "server_ef_search": default_ef, "ef_search": args.ef_search,
             "maintenance_work_mem": MAINTENANCE_WORK_MEM, "hnsw": {"m": HNSW_M, "ef_construction": HNSW_EF_CONSTRUCTION},
             "ingest": ingest, "scales": [r.__dict__ for r in results]}
 
@@ -428,7 +490,8 @@ def main() -> None:
         with db.connect(autocommit=True) as connection:
             workers = connection.execute("SHOW max_parallel_maintenance_workers").fetchone()[0]
         print(f"HNSW build: maintenance_work_mem {MAINTENANCE_WORK_MEM}, max_parallel_maintenance_workers {workers}; "
-              f"scales {', '.join(f'{s}x' for s in args.scales)}, {args.repeats} timed passes", flush=True)
+              f"scales {', '.join(f'{s}x' for s in args.scales)}, {args.repeats} timed passes, "
+              f"ef_search {', '.join(map(str, args.ef_search))}", flush=True)
         with tempfile.TemporaryDirectory(prefix="lab04-scale-") as scratch:
             numbers = run(args, db, Path(scratch), created)
         numbers["total_s"] = time.perf_counter() - started

@@ -422,7 +422,7 @@ class PgIndex:
         """A read-only transaction as ``ragcourse_reader`` for ``tenant`` (row-level security applies).
 
         ``exact=True`` turns index scans off for the transaction, so vector search is
-        exhaustive even when an HNSW index exists (full text still uses its GIN index).
+        exhaustive even when an HNSW index exists (full text may still use its GIN index).
         """
         check_tenant(tenant)
         connection = self.connection

@@ -21,7 +21,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from ..lesson.params import check_int
 
@@ -256,5 +256,3 @@ def read_all(root: str | Path, paths: list[str]) -> Iterator[SourceFile | Skippe
         except Vanished:
             yield path
 
-
-TenantRule = Callable[[str], str]

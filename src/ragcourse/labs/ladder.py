@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -115,8 +115,3 @@ def threshold_sweep(judged: Sequence[tuple[Answer, Sequence[str]]], unanswerable
 def tenant_leaks(traces: Sequence[Trace]) -> int:
     """Passages, over every stage of every trace, whose tenant is not the trace's."""
     return sum(sp.passage.tenant != t.tenant for t in traces for stage in STAGES for sp in t.stage(stage))
-
-
-def by_stage_table(scores: Mapping[str, Mapping[str, dict[str, float]]], metric: str) -> dict[str, list[float]]:
-    """stage -> the metric for each query set, in the order of ``scores``."""
-    return {stage: [per_set[stage][metric] for per_set in scores.values()] for stage in STAGES}

@@ -207,7 +207,7 @@ def _policy_from_version(version: str | None):
     return ChunkPolicy(name) if size is None else ChunkPolicy(name, int(size), int(overlap))
 
 
-def postgres_document_hits(questions: list[str], k: int) -> list[list]:
+def postgres_document_hits(questions: list[str]) -> list[list]:
     """``search --retriever postgres``: the fused candidates of the default index, as documents."""
     from .retrievers import DocumentHit
 

@@ -19,7 +19,6 @@ role ``ragcourse_reader`` with the tenant set for the transaction.
 """
 from __future__ import annotations
 
-import json
 import re
 import time
 from contextlib import contextmanager
@@ -469,9 +468,3 @@ def counts_by_tenant(index: PgIndex) -> dict[str, int]:
     with index.connection.transaction():
         rows = index.connection.execute(index.sql("SELECT tenant, count(*) FROM {s}.chunks GROUP BY 1 ORDER BY 1"))
         return dict(rows.fetchall())
-
-
-def meta_json(index: PgIndex) -> str:
-    """The schema_meta table as JSON (for printing)."""
-    return json.dumps(index.meta(), indent=1, sort_keys=True)
-

@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, out) -> int:
         from .pg_commands import postgres_document_hits
         from .pgsearch import check_question
 
-        answers = postgres_document_hits([check_question(q) for q in questions], args.k)
+        answers = postgres_document_hits([check_question(q) for q in questions])
     else:
         answers = _answers(args.retriever, questions)
     for question, hits in zip(questions, answers):

@@ -71,26 +71,25 @@ MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
 # -- options ------------------------------------------------------------------------------
-def parse_scales(text: str) -> list[int]:
-    """``"1,10,100"`` -> [1, 10, 100]; ValueError unless distinct whole numbers from 1 to 1000."""
+def parse_numbers(option: str, text: str, highest: int, example: str) -> list[int]:
+    """``"1,10,100"`` -> [1, 10, 100]; ValueError naming ``option`` unless distinct whole numbers from 1 to ``highest``."""
     parts = [p.strip() for p in text.split(",")]
     if not parts or not all(p.isdigit() for p in parts):
-        raise ValueError(f"--scales must be comma-separated whole numbers such as 1,10,100; got {text!r}")
-    scales = [int(p) for p in parts]
-    if not all(1 <= s <= MAX_SCALE for s in scales) or len(set(scales)) != len(scales):
-        raise ValueError(f"--scales must be distinct whole numbers from 1 to {MAX_SCALE}; got {text!r}")
-    return sorted(scales)
+        raise ValueError(f"{option} must be comma-separated whole numbers such as {example}; got {text!r}")
+    values = [int(p) for p in parts]
+    if not all(1 <= v <= highest for v in values) or len(set(values)) != len(values):
+        raise ValueError(f"{option} must be distinct whole numbers from 1 to {highest}; got {text!r}")
+    return sorted(values)
+
+
+def parse_scales(text: str) -> list[int]:
+    """``--scales``: distinct multiples of the corpus, 1 to 1000."""
+    return parse_numbers("--scales", text, MAX_SCALE, "1,10,100")
 
 
 def parse_ef_search(text: str) -> list[int]:
-    """``"40,100,200"`` -> [40, 100, 200]; ValueError unless distinct whole numbers from 1 to 1000."""
-    parts = [p.strip() for p in text.split(",")]
-    if not parts or not all(p.isdigit() for p in parts):
-        raise ValueError(f"--ef-search must be comma-separated whole numbers such as 40,100,200; got {text!r}")
-    values = [int(p) for p in parts]
-    if not all(1 <= v <= MAX_EF_SEARCH for v in values) or len(set(values)) != len(values):
-        raise ValueError(f"--ef-search must be distinct whole numbers from 1 to {MAX_EF_SEARCH}; got {text!r}")
-    return sorted(values)
+    """``--ef-search``: distinct ``hnsw.ef_search`` values, 1 to 1000."""
+    return parse_numbers("--ef-search", text, MAX_EF_SEARCH, "40,100,200")
 
 
 def parse_args() -> argparse.Namespace:

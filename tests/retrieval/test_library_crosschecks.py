@@ -30,6 +30,7 @@ from ragcourse.retrieval.libraries import (
     _Heap,
     as_float32,
     compare_with_flat,
+    float32_inner_product_bound,
     compare_with_ivf,
     flat_search,
     hnsw_graph,
@@ -38,6 +39,7 @@ from ragcourse.retrieval.libraries import (
     hnsw_search,
     ivf_over_representatives,
     ivf_search,
+    library_seed,
     list_members,
     same_up_to_ties,
     tie_aware_recall,
@@ -202,6 +204,47 @@ def test_dot_product_ranker_equals_faiss_flat_ip_over_raw_vectors(seed, offset):
     check = compare_with_flat([top_k(s, K) for s in scores], scores, documents, queries)
     assert (check.up_to_ties, check.in_course_order) == (len(queries), len(queries))
     assert check.largest_gap < 1e-4
+    assert check.within_bound == len(queries)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_flat_comparison_counts_scores_within_the_float32_bound(seed):
+    """What lessons 01-04 print instead of a machine-dependent gap: every faiss score within the bound, and a real defect outside it."""
+    index, query_vectors, scores = embedded(seed)
+    course = [top_k(s, K) for s in scores]
+    check = compare_with_flat(course, scores, index.vectors, query_vectors)
+    assert check.within_bound == check.queries == len(query_vectors)
+    assert 0 < check.largest_gap < 1e-5
+    # a course score off by a thousandth (a wrong vector, a wrong formula) is far outside the bound
+    shifted = [[value + 1e-3 for value in row] for row in scores]
+    assert compare_with_flat(course, shifted, index.vectors, query_vectors).within_bound == 0
+
+
+def test_float32_bound_is_higham_bound_for_the_vectors():
+    """gamma(d + 2) * sum |x_i y_i| at u = 2**-24, plus the float64 side's own (tiny) share."""
+    x, y = [0.6, -0.8], [1.0, 0.5]
+    u = 2.0 ** -24
+    expected32 = 4 * u / (1 - 4 * u) * (0.6 + 0.4)
+    assert expected32 < float32_inner_product_bound(x, y) < expected32 * (1 + 1e-8)
+    assert float32_inner_product_bound([0.0, 0.0], y) == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1])
+def test_library_seed_takes_every_course_seed_into_the_libraries_range(seed):
+    """Every SEED in [0, 2**32) gives faiss (signed 32-bit) and hnswlib a seed they accept; the course seed passes unchanged."""
+    value = library_seed(seed)
+    assert 0 <= value < 2 ** 31
+    assert value == (seed if seed < 2 ** 31 else seed - 2 ** 31)
+    index, query_vectors, _ = embedded(COURSE_SEED)
+    assert len(list_members(trained_ivf(index.vectors, 16, seed))) == 16
+    assert hnsw_search(hnsw_index(index.vectors, 8, 32, seed), query_vectors, K, 32).ids
+
+
+def test_library_seed_passes_the_course_seed_unchanged_and_rejects_bad_seeds():
+    assert library_seed(COURSE_SEED) == COURSE_SEED
+    for bad in (-1, 2 ** 32, 1.5, "7", True):
+        with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*32\)"):
+            library_seed(bad)
 
 
 # ---------------------------------------------------------------- approximate indexes

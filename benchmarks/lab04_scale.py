@@ -15,7 +15,7 @@ tenant ``public`` so the reader session sees them. The rows go in with binary
 ``COPY ... FROM STDIN`` (timed: rows/s), followed by ``VACUUM ANALYZE``.
 
 At every scale the 50 judged questions (vectors from the DenseEncoder, cached) are timed
-in two passes, each as whole calls of ``pgsearch`` (every call opens its own reader session,
+in two passes, each as whole calls of ``ragcourse.rag.search`` (every call opens its own reader session,
 as a caller pays it):
 
 - without a vector index: full text (``full_text``, whose reader session allows bitmap
@@ -55,12 +55,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ragcourse.labs.apidocs import export_markdown, load_corpus
-from ragcourse.labs.database import open_database
-from ragcourse.labs.dense import DenseEncoder, EmbeddingCache
-from ragcourse.labs.pgindex import DEFAULT_TENANT, PgIndex
-from ragcourse.labs.pgsearch import FULL_TEXT_SQL, PER_PATH, dense, full_text, fuse, or_query
-from ragcourse.labs.queries import judged_questions
+from ragcourse.corpus.apidocs import export_markdown, load_corpus
+from ragcourse.rag.database import open_database
+from ragcourse.engines.dense import DenseEncoder, EmbeddingCache
+from ragcourse.rag.store import DEFAULT_TENANT, PgIndex
+from ragcourse.rag.search import FULL_TEXT_SQL, PER_PATH, dense, full_text, fuse, or_query
+from ragcourse.corpus.queries import judged_questions
 
 SCHEMA_PREFIX = "lab04_scale_"
 MAINTENANCE_WORK_MEM = "512MB"

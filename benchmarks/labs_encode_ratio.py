@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ragcourse.labs.apidocs import load_corpus
-from ragcourse.labs.chunkers import chunk_corpus, word_windows
-from ragcourse.labs.dense import BATCH_SIZE, DenseEncoder, EmbeddingCache
-from ragcourse.labs.queries import judged_questions, unanswerable_questions
+from ragcourse.corpus.apidocs import load_corpus
+from ragcourse.engines.chunkers import chunk_corpus, word_windows
+from ragcourse.engines.dense import BATCH_SIZE, DenseEncoder, EmbeddingCache
+from ragcourse.corpus.queries import judged_questions, unanswerable_questions
 
 
 def lab_texts() -> list[str]:

@@ -33,7 +33,7 @@ import pytest
 from conftest import blocks_in_order, documented_blocks, normalise_block
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, QUIET_ENV, lab_notebooks, lesson_notebooks
-from ragcourse.labs.dense import cache_dir
+from ragcourse.engines.dense import cache_dir
 
 pytestmark = pytest.mark.browser
 

@@ -1,9 +1,17 @@
-"""The package's layout: subpackages only, and imports that run one way between them.
+"""The package's layout: subpackages only, no folder of more than 15 modules, and imports that run one way.
 
-The rules, read from the bottom up: ``lesson`` (checks, tables, figures) stands alone;
-``world`` (the fictional world) may use ``lesson``; ``retrieval`` (the techniques) may use
-both; ``labs`` (Part 3, real text) may use ``retrieval`` and ``lesson`` but never the
-fictional world; ``batch`` (the engine and the command line's machinery) sits on top.
+The rules, read from the bottom up:
+
+* ``lesson`` (checks, tables, figures) stands alone;
+* ``world`` (the fictional world) may use ``lesson``;
+* ``retrieval`` (the techniques the lessons teach, shared with the labs) may use both;
+* Part 3 never uses the fictional world: ``corpus`` (the real corpus and its question sets)
+  may use ``lesson``; ``engines`` (chunk, encode, index, search, fuse) may use ``corpus``,
+  ``retrieval`` and ``lesson``; ``rag`` (lab 04's PostgreSQL system) may use the engines;
+  ``labs`` (the labs' own measurements) may use all of Part 3, and the RAG system never
+  imports a lab's measurements;
+* ``batch`` (running notebooks) and ``exercises`` (checks and grading) sit above them;
+* ``cli`` (the command line) is on top, and nothing imports it.
 """
 from __future__ import annotations
 
@@ -13,13 +21,21 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ragcourse"
-SUBPACKAGES = ("world", "retrieval", "lesson", "labs", "batch")
+MAX_MODULES = 15
+PART3 = {"corpus", "engines", "rag", "labs"}
+TOP = {"batch", "exercises", "cli"}
+SUBPACKAGES = ("lesson", "world", "retrieval", "corpus", "engines", "rag", "labs", "batch", "exercises", "cli")
 FORBIDDEN = {
-    "lesson": {"world", "retrieval", "labs", "batch"},
-    "world": {"retrieval", "labs", "batch"},
-    "retrieval": {"labs", "batch"},
-    "labs": {"world", "batch"},
-    "batch": set(),
+    "lesson": {"world", "retrieval"} | PART3 | TOP,
+    "world": {"retrieval"} | PART3 | TOP,
+    "retrieval": PART3 | TOP,
+    "corpus": {"world", "retrieval", "engines", "rag", "labs"} | TOP,
+    "engines": {"world", "rag", "labs"} | TOP,
+    "rag": {"world", "labs"} | TOP,
+    "labs": {"world"} | TOP,
+    "batch": PART3 | {"exercises", "cli"},
+    "exercises": {"cli"},
+    "cli": set(),
 }
 
 
@@ -74,6 +90,19 @@ def test_only_init_and_main_sit_at_the_top():
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} <= set(SUBPACKAGES)
 
 
+def test_no_folder_holds_more_than_fifteen_modules():
+    """A folder that grows past fifteen modules is split by what it holds (as labs/ was into corpus, engines, rag)."""
+    folders = {path.parent for path in PACKAGE.rglob("*.py")}
+    crowded = {str(folder.relative_to(PACKAGE.parent)): n for folder in folders
+               if (n := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > MAX_MODULES}
+    assert crowded == {}
+
+
+def test_every_subpackage_has_rules():
+    assert set(FORBIDDEN) == set(SUBPACKAGES)
+    assert all("cli" in forbidden for name, forbidden in FORBIDDEN.items() if name != "cli"), "nothing imports cli"
+
+
 def test_imports_run_one_way():
     broken = [v for name, source in package_modules().items() for v in violations(source, name)]
     assert broken == []
@@ -99,7 +128,12 @@ def test_no_circle_between_subpackages():
     ("from ..retrieval.search import KeywordIndex", "ragcourse.world.corpus"),
     ("from ragcourse.batch import runner", "ragcourse.retrieval.fusion"),
     ("import ragcourse.world.rng", "ragcourse.lesson.tables"),
-    ("from ..world import corpus", "ragcourse.labs.corpus"),
+    ("from ..world import corpus", "ragcourse.corpus.apidocs"),
+    ("from ..labs.ladder import stage_scores", "ragcourse.rag.baseline"),
+    ("from ..rag.store import PgIndex", "ragcourse.engines.dense"),
+    ("from ..cli import search", "ragcourse.labs.practice"),
+    ("from ragcourse.cli.main import main", "ragcourse.batch.runner"),
+    ("from ..engines.dense import DenseEncoder", "ragcourse.corpus.queries"),
 ])
 def test_a_forbidden_import_is_caught(line, module):
     assert violations(line, module) == [f"{module} -> " + imported_modules(line, module)[0]]

@@ -23,7 +23,7 @@ import psutil
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from ragcourse.__main__ import main
+from ragcourse.cli.main import main
 from ragcourse.batch import cluster
 from ragcourse.batch.notebooks import KERNELSPEC, NOTEBOOKS_DIR, PROJECT_ROOT
 from ragcourse.batch.sweep import MeasureRow, t_quantile

@@ -17,11 +17,11 @@ import re
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.labs.apidocs import load_corpus
-from ragcourse.labs.chunkers import TextChunk, chunk_corpus, word_windows
-from ragcourse.labs.dense import DenseEncoder
-from ragcourse.labs.queries import judged_questions, judgements, self_retrieval
-from ragcourse.labs.retrievers import DenseRetriever, measure, run_questions
+from ragcourse.corpus.apidocs import load_corpus
+from ragcourse.engines.chunkers import TextChunk, chunk_corpus, word_windows
+from ragcourse.engines.dense import DenseEncoder
+from ragcourse.corpus.queries import judged_questions, judgements, self_retrieval
+from ragcourse.engines.retrievers import DenseRetriever, measure, run_questions
 
 LAB = NOTEBOOKS_DIR / "labs" / "02-evaluation-chunks-and-dense.ipynb"
 SELF_QUERIES_TOLERATED, JUDGED_TOLERATED = 2, 1

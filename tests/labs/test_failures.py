@@ -1,10 +1,10 @@
 """Lab 01's failure causes, each shown on a small index where the cause is known."""
 from __future__ import annotations
 
-from ragcourse.labs.chunkers import TextChunk
+from ragcourse.engines.chunkers import TextChunk
 from ragcourse.labs.failures import CAUSES, count_by_cause, misses, stem, stemmed_index
-from ragcourse.labs.lexical import LexicalIndex
-from ragcourse.labs.queries import Question
+from ragcourse.engines.lexical import LexicalIndex
+from ragcourse.corpus.queries import Question
 
 CHUNKS = [TextChunk("sort", 0, "Return a sorted copy of an array."),
           TextChunk("concatenate", 0, "Join a sequence of arrays along an existing axis."),

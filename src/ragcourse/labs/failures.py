@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from .chunkers import TextChunk
-from .lexical import LexicalIndex, lexical_tokens
-from .queries import Question
-from .retrievers import DocumentHit, collapse
+from ..corpus.queries import Question
+from ..engines.chunkers import TextChunk
+from ..engines.lexical import LexicalIndex, lexical_tokens
+from ..engines.retrievers import DocumentHit, collapse
 
 CAUSES = ("no answer at all", "word form", "common words win", "no shared word")
 

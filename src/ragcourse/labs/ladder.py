@@ -11,12 +11,12 @@ from typing import Sequence
 
 import numpy as np
 
+from ..corpus.queries import Question
+from ..rag.baseline import STAGES, Trace
+from ..rag.reader import Answer, citation_doc_id
+from ..rag.search import dense
+from ..rag.store import PgIndex
 from ..retrieval.metrics import measure
-from .baseline import STAGES, Trace
-from .pgindex import PgIndex
-from .pgsearch import dense
-from .queries import Question
-from .reader import Answer, citation_doc_id
 
 
 def stage_runs(traces: Sequence[Trace], questions: Sequence[Question], stage: str) -> dict[str, list[str]]:

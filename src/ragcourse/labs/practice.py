@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Collection, Mapping, Sequence
 
+from ..engines.chunkers import TextChunk
+from ..engines.retrievers import Bm25Retriever, DenseRetriever, DocumentHit, collapse
 from ..retrieval.fusion import fuse_partial
-from .chunkers import TextChunk
-from .retrievers import Bm25Retriever, DenseRetriever, DocumentHit, collapse
 
 INSTRUCTION = ("Answer from the documents below only. When they do not hold the answer, "
                "reply that they do not.")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..retrieval.fusion import fuse_partial
 from .passages import Passage, ScoredPassage
-from .pgindex import DEFAULT_TENANT, PgIndex
+from .store import DEFAULT_TENANT, PgIndex
 
 TERM = re.compile(r"[a-z0-9]+")
 MAX_TERMS = 256

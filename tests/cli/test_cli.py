@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from ragcourse.__main__ import main
+from ragcourse.cli.main import main
 from ragcourse.batch.notebooks import KERNELSPEC, NOTEBOOKS_DIR, PROJECT_ROOT
 from ragcourse.batch.runner import Engine, Job
 

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcourse.labs.chunkers import TextChunk
-from ragcourse.labs.filters import depth_for, facets, late_filter, permission
+from ragcourse.engines.chunkers import TextChunk
+from ragcourse.engines.filters import depth_for, facets, late_filter, permission
 from ragcourse.labs.practice import METHODS, ChunkSearch
-from ragcourse.labs.retrievers import Bm25Retriever, DenseRetriever
+from ragcourse.engines.retrievers import Bm25Retriever, DenseRetriever
 
 MODULES = ("numpy", "numpy.random", "numpy.linalg", "numpy.fft")
 KINDS = ("function", "ufunc", "class", "method")

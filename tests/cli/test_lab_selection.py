@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcourse.__main__ import UsageError, main, parse_selection
+from ragcourse.cli.main import UsageError, main, parse_selection
 
 LESSONS = {n: f"{n:02d}" for n in range(1, 17)}
 LABS = {1: "lab 1", 2: "lab 2"}

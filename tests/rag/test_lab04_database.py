@@ -22,13 +22,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragcourse.labs import pgindex as pgindex_module
-from ragcourse.labs.baseline import STAGES, Baseline
-from ragcourse.labs.database import URL_VARIABLE, DatabaseUnavailable, open_database
-from ragcourse.labs.dense import DIMENSION, EncodeStats
-from ragcourse.labs.ingest import ChunkPolicy
-from ragcourse.labs.pgindex import PgIndex, counts_by_tenant
-from ragcourse.labs.pgsearch import (MAX_QUESTION_CHARS, candidates, check_question, dense, full_text, or_query,
+from ragcourse.rag import store as store_module
+from ragcourse.rag.baseline import STAGES, Baseline
+from ragcourse.rag.database import URL_VARIABLE, DatabaseUnavailable, open_database
+from ragcourse.engines.dense import DIMENSION, EncodeStats
+from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.rag.store import PgIndex, counts_by_tenant
+from ragcourse.rag.search import (MAX_QUESTION_CHARS, candidates, check_question, dense, full_text, or_query,
                                      query_terms)
 
 WORD = re.compile(r"\w+")
@@ -411,8 +411,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped(make_index, corpus):
 
 def test_a_file_listed_but_gone_when_read_is_absent(make_index, corpus, monkeypatch):
     """discover() lists a file that is gone by the time it is read: it is neither added nor skipped."""
-    real = pgindex_module.discover
-    monkeypatch.setattr(pgindex_module, "discover", lambda root: sorted(real(root) + ["ghost.md"]))
+    real = store_module.discover
+    monkeypatch.setattr(store_module, "discover", lambda root: sorted(real(root) + ["ghost.md"]))
     report = make_index().refresh(corpus)
     assert set(report.added) == set(CORPUS)
     assert "ghost.md" not in {s.path for s in report.skipped} | set(report.removed)
@@ -603,8 +603,8 @@ CHILD = """
 import os, signal, sys
 sys.path.insert(0, {tests!r})
 from test_lab04_database import SMALL, FakeEncoder
-from ragcourse.labs.database import open_database
-from ragcourse.labs.pgindex import PgIndex
+from ragcourse.rag.database import open_database
+from ragcourse.rag.store import PgIndex
 
 schema, root, die_at = sys.argv[1], sys.argv[2], int(sys.argv[3])
 calls = 0
@@ -862,7 +862,7 @@ def test_a_bad_tenant_name_is_refused(tenants, baseline, tenant):
 def test_real_model_baseline_answers_tenant_a_from_tenant_a(make_index, corpus, tmp_path, monkeypatch):
     """MiniLM end to end: the walrus question is answered from alpha.md, never from b's vault."""
     monkeypatch.setenv("RAGCOURSE_CACHE_DIR", str(tmp_path / "cache"))
-    from ragcourse.labs.dense import DenseEncoder
+    from ragcourse.engines.dense import DenseEncoder
 
     encoder = DenseEncoder()
     index = make_index(encoder=encoder, tenant_of=two_tenants)

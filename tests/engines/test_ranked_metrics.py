@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 import pytrec_eval
 
-from ragcourse.labs.apidocs import load_corpus
-from ragcourse.labs.chunkers import chunk_corpus, pack_paragraphs
-from ragcourse.labs.queries import judged_questions, judgements, self_retrieval
-from ragcourse.labs.retrievers import Bm25Retriever, LexicalRetriever, run_questions
+from ragcourse.corpus.apidocs import load_corpus
+from ragcourse.engines.chunkers import chunk_corpus, pack_paragraphs
+from ragcourse.corpus.queries import judged_questions, judgements, self_retrieval
+from ragcourse.engines.retrievers import Bm25Retriever, LexicalRetriever, run_questions
 from ragcourse.retrieval.metrics import mean_measure, ndcg_at_k, recall_at_k, reciprocal_rank
 
 MEASURES = {"recall_1", "recall_5", "recall_10", "recip_rank", "ndcg_cut_10"}

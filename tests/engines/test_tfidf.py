@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from ragcourse.labs.apidocs import load_corpus
-from ragcourse.labs.chunkers import chunk_corpus, word_windows
-from ragcourse.labs.tfidf import TfidfIndex, tfidf_tokens
+from ragcourse.corpus.apidocs import load_corpus
+from ragcourse.engines.chunkers import chunk_corpus, word_windows
+from ragcourse.engines.tfidf import TfidfIndex, tfidf_tokens
 
 
 @pytest.fixture(scope="module")

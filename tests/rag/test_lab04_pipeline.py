@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcourse.__main__ import main
-from ragcourse.labs.context import SEPARATOR, ContextBudget, assemble, render, token_counter
-from ragcourse.labs.ingest import ChunkPolicy, fixed_spans, heading_spans, sentence_bounds, sentence_spans
+from ragcourse.cli.main import main
+from ragcourse.rag.context import SEPARATOR, ContextBudget, assemble, render, token_counter
+from ragcourse.rag.ingest import ChunkPolicy, fixed_spans, heading_spans, sentence_bounds, sentence_spans
 from ragcourse.labs.ladder import spread, tenant_leaks, threshold_sweep
-from ragcourse.labs.passages import Passage, ScoredPassage
-from ragcourse.labs.reader import Answer
+from ragcourse.rag.passages import Passage, ScoredPassage
+from ragcourse.rag.reader import Answer
 
 # -- chunking policies --------------------------------------------------------------------------
 
@@ -77,7 +77,7 @@ def test_policy_versions_differ_by_name_and_size_and_bad_policies_name_themselve
 
 @pytest.fixture(scope="module")
 def tokenizer_encoder():
-    from ragcourse.labs.dense import DenseEncoder, ModelUnavailable
+    from ragcourse.engines.dense import DenseEncoder, ModelUnavailable
 
     try:
         encoder = DenseEncoder()
@@ -89,7 +89,7 @@ def tokenizer_encoder():
 
 def test_piecewise_token_count_equals_counting_the_whole_rendered_context(tokenizer_encoder):
     """The memoised count (pieces between blank lines) is exactly the tokenizer's count of the text."""
-    from ragcourse.labs.apidocs import load_corpus
+    from ragcourse.corpus.apidocs import load_corpus
 
     documents = load_corpus().documents
     count = token_counter(tokenizer_encoder)
@@ -102,7 +102,7 @@ def test_piecewise_token_count_equals_counting_the_whole_rendered_context(tokeni
 
 
 def test_assembled_context_never_passes_the_token_budget(tokenizer_encoder):
-    from ragcourse.labs.apidocs import load_corpus
+    from ragcourse.corpus.apidocs import load_corpus
 
     documents = load_corpus().documents[:40]
     ranked = [ScoredPassage(Passage(n, f"{d.doc_id}.md", 0, 0, len(d.text), d.text[:1800]), 1.0 - n / 100, n + 1)
@@ -164,7 +164,7 @@ NOTES = {
 @pytest.fixture(scope="module")
 def command_env(tmp_path_factory):
     """A cache folder of its own (embedded database and vectors) and a small folder of notes."""
-    from ragcourse.labs.dense import ModelUnavailable, load_model
+    from ragcourse.engines.dense import ModelUnavailable, load_model
 
     try:
         load_model()
@@ -285,7 +285,7 @@ def test_a_server_without_pgvector_names_the_extension_and_the_way_back(monkeypa
     """CREATE EXTENSION failing (no pgvector on that server) ends in DatabaseUnavailable naming the fix."""
     import psycopg
 
-    from ragcourse.labs.database import Database, DatabaseUnavailable
+    from ragcourse.rag.database import Database, DatabaseUnavailable
 
     class NoVector:
         def __enter__(self):

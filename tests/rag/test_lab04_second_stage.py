@@ -17,12 +17,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcourse.labs.context import (REASONS, AssembledContext, ContextBudget, assemble, covered, drop_counts,
+from ragcourse.rag.context import (REASONS, AssembledContext, ContextBudget, assemble, covered, drop_counts,
                                     render)
-from ragcourse.labs.passages import Passage, ScoredPassage
-from ragcourse.labs.reader import (NO_CONTEXT, Answer, ExtractiveReader, abstention_rate, check_citations,
+from ragcourse.rag.passages import Passage, ScoredPassage
+from ragcourse.rag.reader import (NO_CONTEXT, Answer, ExtractiveReader, abstention_rate, check_citations,
                                    citation_accuracy, citation_doc_id, passage_sentences)
-from ragcourse.labs.rerank import (INPUT_CHARS, KEEP, CrossEncoderReranker, Reranker, SentenceMaxSimReranker,
+from ragcourse.rag.rerank import (INPUT_CHARS, KEEP, CrossEncoderReranker, Reranker, SentenceMaxSimReranker,
                                    make_reranker, rerank)
 
 
@@ -300,7 +300,7 @@ def test_check_citations_catches_a_forged_citation():
 
 
 def test_reader_refuses_to_return_an_unchecked_answer(monkeypatch):
-    import ragcourse.labs.reader as reader_module
+    import ragcourse.rag.reader as reader_module
 
     monkeypatch.setattr(reader_module, "check_citations", lambda answer, context: ["forged.md#0"])
     with pytest.raises(RuntimeError, match="forged.md#0"):
@@ -347,7 +347,7 @@ def test_citation_doc_id():
 # ---------------------------------------------------------------- hygiene and the real model
 
 def test_importing_prints_nothing_and_loads_no_model_library():
-    code = ("import sys, ragcourse.labs.rerank, ragcourse.labs.context, ragcourse.labs.reader;"
+    code = ("import sys, ragcourse.rag.rerank, ragcourse.rag.context, ragcourse.rag.reader;"
             "bad = [m for m in ('torch', 'sentence_transformers', 'pysbd') if m in sys.modules];"
             "sys.stderr.write(repr(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -356,7 +356,7 @@ def test_importing_prints_nothing_and_loads_no_model_library():
 
 def test_real_encoder_puts_concatenation_above_random_numbers(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGCOURSE_CACHE_DIR", str(tmp_path))
-    from ragcourse.labs.dense import DenseEncoder
+    from ragcourse.engines.dense import DenseEncoder
 
     concatenate = passage("numpy.concatenate(arrays, axis=0)\n\nJoin a sequence of arrays along an existing"
                           " axis. The arrays must have the same shape, except in the dimension corresponding"

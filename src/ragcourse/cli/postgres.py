@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from .ingest import DEFAULT_POLICY, POLICIES
+from ..rag.ingest import DEFAULT_POLICY, POLICIES
 
 DEFAULT_SCHEMA = "ragcourse"
 
@@ -58,8 +58,8 @@ def add_ask_arguments(parser: argparse.ArgumentParser) -> None:
 
 def default_corpus() -> Path:
     """The numpy reference as Markdown in the cache folder, exported on first use."""
-    from .apidocs import export_markdown, load_corpus
-    from .dense import cache_dir
+    from ..corpus.apidocs import export_markdown, load_corpus
+    from ..engines.dense import cache_dir
 
     corpus = load_corpus()
     folder = cache_dir() / f"numpy-{corpus.numpy_version}-{corpus.fingerprint()[:12]}"
@@ -70,7 +70,7 @@ def default_corpus() -> Path:
 
 def schema_for(args: argparse.Namespace) -> tuple[Path, str]:
     """(corpus folder, schema name) the arguments choose; ValueError for a bad folder or name."""
-    from .database import check_schema
+    from ..rag.database import check_schema
 
     if args.corpus is None:
         root = default_corpus()
@@ -89,10 +89,10 @@ def schema_for(args: argparse.Namespace) -> tuple[Path, str]:
 
 
 def _open(schema: str, policy: str = DEFAULT_POLICY):
-    from .database import open_database
-    from .dense import DenseEncoder
-    from .ingest import ChunkPolicy
-    from .pgindex import PgIndex
+    from ..rag.database import open_database
+    from ..engines.dense import DenseEncoder
+    from ..rag.ingest import ChunkPolicy
+    from ..rag.store import PgIndex
 
     database = open_database()
     print(f"database: {database.describe()}", file=sys.stderr)
@@ -101,7 +101,7 @@ def _open(schema: str, policy: str = DEFAULT_POLICY):
 
 def _chunker_of(database, schema: str) -> str | None:
     """The chunker version an existing index was built with (None if there is no index)."""
-    from .pgindex import PgIndex
+    from ..rag.store import PgIndex
 
     probe = PgIndex(database, schema)
     try:
@@ -153,10 +153,10 @@ def _print_health(index, root: Path, out) -> int:
 
 def run_ask(args: argparse.Namespace, out) -> int:
     """Answer one question with citations; the exit status."""
-    from .baseline import Baseline
-    from .pgindex import check_tenant
-    from .pgsearch import check_question
-    from .rerank import make_reranker
+    from ..rag.baseline import Baseline
+    from ..rag.store import check_tenant
+    from ..rag.search import check_question
+    from ..rag.rerank import make_reranker
 
     question = check_question(args.question)
     try:
@@ -198,7 +198,7 @@ def _policy_from_version(version: str | None):
     """The ChunkPolicy an index records (so queries report health against what it was built with)."""
     import re
 
-    from .ingest import ChunkPolicy
+    from ..rag.ingest import ChunkPolicy
 
     match = re.fullmatch(r"(\w+)-v1(?:\(size=(\d+),overlap=(\d+)\))?", version or "")
     if not match:
@@ -209,13 +209,13 @@ def _policy_from_version(version: str | None):
 
 def postgres_document_hits(questions: list[str]) -> list[list]:
     """``search --retriever postgres``: the fused candidates of the default index, as documents."""
-    from .retrievers import DocumentHit
+    from ..engines.retrievers import DocumentHit
 
     _, schema = schema_for(argparse.Namespace(corpus=None, schema=None))
     database, index = _open(schema)
     try:
         _require(index, schema, None)
-        from .pgsearch import candidates
+        from ..rag.search import candidates
 
         vectors = index.encoder.encode(questions)
         results = []

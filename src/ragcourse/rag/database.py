@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .dense import cache_dir
+from ..engines.dense import cache_dir
 
 URL_VARIABLE = "RAGCOURSE_DATABASE_URL"
 SCHEMA_PATTERN = re.compile(r"[a-z_][a-z0-9_]{0,62}")

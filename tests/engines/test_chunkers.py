@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragcourse.labs.apidocs import load_corpus
-from ragcourse.labs.chunkers import PARAGRAPH_BREAK, chunk_corpus, pack_paragraphs, word_windows
+from ragcourse.corpus.apidocs import load_corpus
+from ragcourse.engines.chunkers import PARAGRAPH_BREAK, chunk_corpus, pack_paragraphs, word_windows
 
 
 @pytest.fixture(scope="module")

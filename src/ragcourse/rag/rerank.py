@@ -125,7 +125,7 @@ class CrossEncoderReranker:
 def _load_cross_encoder(model_path: str):
     import os
 
-    from .dense import INSTALL_HINT, ModelUnavailable
+    from ..engines.dense import INSTALL_HINT, ModelUnavailable
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

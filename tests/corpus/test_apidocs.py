@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy
 import pytest
 
-from ragcourse.labs.apidocs import LEFT_OUT_SECTIONS, export_markdown, load_corpus
+from ragcourse.corpus.apidocs import LEFT_OUT_SECTIONS, export_markdown, load_corpus
 
 # If the pinned numpy (or the way we read it) changes, these change: update them on purpose,
 # together with every lab's stored outputs, never to make a failing test pass.
@@ -36,7 +36,7 @@ def test_other_libraries_editing_numpy_docstrings_do_not_change_the_corpus():
 def test_the_fingerprint_sees_a_one_character_change(corpus):
     from dataclasses import replace
 
-    from ragcourse.labs.apidocs import ApiCorpus
+    from ragcourse.corpus.apidocs import ApiCorpus
 
     first = corpus.documents[0]
     changed = ApiCorpus((replace(first, title=first.title + "."),) + corpus.documents[1:], corpus.numpy_version)

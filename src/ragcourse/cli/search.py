@@ -72,9 +72,9 @@ def questions_from(args: argparse.Namespace) -> list[str]:
 
 def build_retriever(name: str):
     """The named retriever over its lab's chunks of the corpus."""
-    from .apidocs import load_corpus
-    from .chunkers import chunk_corpus, pack_paragraphs, word_windows
-    from .retrievers import Bm25Retriever, DenseRetriever, LexicalRetriever, TfidfRetriever
+    from ..corpus.apidocs import load_corpus
+    from ..engines.chunkers import chunk_corpus, pack_paragraphs, word_windows
+    from ..engines.retrievers import Bm25Retriever, DenseRetriever, LexicalRetriever, TfidfRetriever
 
     corpus = load_corpus()
     if name in ("lexical", "bm25"):
@@ -85,16 +85,16 @@ def build_retriever(name: str):
     chunks = chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)
     if name == "tfidf":
         return TfidfRetriever(chunks)
-    from .dense import DenseEncoder
+    from ..engines.dense import DenseEncoder
 
     return DenseRetriever(chunks, DenseEncoder())
 
 
 def hybrid_retriever(corpus):
     """Lab 03's winner: recursive 800-character chunks with headers, BM25 and dense fused (RRF, k = 60)."""
-    from .dense import DenseEncoder
-    from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
-    from .splitters import recursive_chunks, with_header
+    from ..engines.dense import DenseEncoder
+    from ..engines.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
+    from ..engines.splitters import recursive_chunks, with_header
 
     chunks = [with_header(chunk, d.title) for d in corpus.documents for chunk in recursive_chunks(d, chunk_size=800)]
     return HybridRetriever(Bm25Retriever(chunks), DenseRetriever(chunks, DenseEncoder()))
@@ -104,8 +104,8 @@ def allowed_pages(args: argparse.Namespace) -> frozenset[str] | None:
     """The pages ``--where`` and ``--user`` leave visible (None: no filter); ValueError for a bad one."""
     if not args.where and args.user is None:
         return None
-    from .apidocs import load_corpus
-    from .filters import user_named, where_filter
+    from ..corpus.apidocs import load_corpus
+    from ..engines.filters import user_named, where_filter
 
     documents = load_corpus().documents
     allowed = where_filter(args.where, documents)
@@ -133,8 +133,8 @@ def run(args: argparse.Namespace, out) -> int:
     questions = questions_from(args)
     allowed = allowed_pages(args)
     if args.retriever == "postgres":
-        from .pg_commands import postgres_document_hits
-        from .pgsearch import check_question
+        from .postgres import postgres_document_hits
+        from ..rag.search import check_question
 
         answers = postgres_document_hits([check_question(q) for q in questions])
     else:

@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..corpus.queries import Question
 from ..retrieval.fusion import fused_scores
 from ..retrieval.metrics import measure  # noqa: F401  (labs 01-03 import it from here)
 from ..retrieval.ranking import rank_by_score
@@ -18,7 +19,6 @@ from .bm25 import Bm25Index
 from .chunkers import TextChunk
 from .dense import DenseEncoder, dense_ranking
 from .lexical import LexicalIndex
-from .queries import Question
 from .tfidf import TfidfIndex
 
 RRF_CONSTANT = 60

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragcourse.labs.dense import DIMENSION, DenseEncoder, EmbeddingCache, dense_ranking
+from ragcourse.engines.dense import DIMENSION, DenseEncoder, EmbeddingCache, dense_ranking
 from ragcourse.retrieval.ranking import rank_by_score
 
 TEXTS = ["Join a sequence of arrays along an existing axis.", "Compute the inverse of a matrix.",

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from ragcourse.labs.chunkers import TextChunk
-from ragcourse.labs.lexical import LexicalIndex, lexical_tokens, tag_index
+from ragcourse.engines.chunkers import TextChunk
+from ragcourse.engines.lexical import LexicalIndex, lexical_tokens, tag_index
 
 CHUNKS = [TextChunk("b-doc", 0, "Sort an array in place."), TextChunk("a-doc", 1, "sort the array, then stack it"),
           TextChunk("a-doc", 0, "Stack arrays along an axis."), TextChunk("c-doc", 0, "Sort the array, stack it.")]

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from ragcourse.__main__ import main
-from ragcourse.labs import dense, search_command
+from ragcourse.cli.main import main
+from ragcourse.cli import search as search_command
+from ragcourse.engines import dense
 
 
 def run(argv, capsys):

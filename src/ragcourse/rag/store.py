@@ -193,7 +193,7 @@ class PgIndex:
         """What the chunk rows record as their embedding: model and package revision, or None."""
         if self.encoder is None:
             return None
-        from .dense import MODEL_NAME
+        from ..engines.dense import MODEL_NAME
 
         return f"{MODEL_NAME}@{self.encoder.revision}"
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcourse.labs.splitters import (RECURSIVE_SEPARATORS, markdown_text, recursive_split, section_chunks,
+from ragcourse.engines.splitters import (RECURSIVE_SEPARATORS, markdown_text, recursive_split, section_chunks,
                                       sentence_units, token_windows, with_header)
 
 SAMPLE = ("numpy.demo(a, axis=None)\n\n## Parameters\n\na : array_like\n    Input data. It is long enough. "
@@ -100,7 +100,7 @@ def test_sentence_units_know_their_parent_section():
 
 
 def test_recursive_split_equals_langchain_on_real_pages():
-    from ragcourse.labs.apidocs import load_corpus
+    from ragcourse.corpus.apidocs import load_corpus
 
     documents = load_corpus().documents
     for document in documents[::25]:

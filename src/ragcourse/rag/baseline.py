@@ -17,10 +17,10 @@ import numpy as np
 
 from .context import AssembledContext, ContextBudget, assemble, drop_counts, token_counter
 from .passages import ScoredPassage
-from .pgindex import DEFAULT_TENANT, PgIndex, check_tenant
-from .pgsearch import PER_PATH, RRF_CONSTANT, Candidates, candidates, check_question
 from .reader import Answer, ExtractiveReader
 from .rerank import KEEP, RerankResult, make_reranker, rerank
+from .search import PER_PATH, RRF_CONSTANT, Candidates, candidates, check_question
+from .store import DEFAULT_TENANT, PgIndex, check_tenant
 
 STAGES = ("full text", "dense", "fused", "reranked", "admitted")
 

@@ -1,0 +1,1 @@
+"""The command line: ``main`` (run, figures, sweep, refresh), ``search``, ``postgres`` (index, ask)."""

@@ -46,3 +46,19 @@ def clean_metadata(nb: NotebookNode) -> None:
             cell.metadata.pop(key, None)
         if cell.cell_type == "code":
             cell.metadata.pop("collapsed", None)
+
+
+def notebook_parameters(path: Path) -> dict[str, object]:
+    """The literal values of a notebook's cell tagged ``parameters`` (what papermill would override)."""
+    import ast
+    import json
+
+    cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    tagged = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(tagged) != 1:
+        raise ValueError(f"{Path(path).name} must have exactly one cell tagged parameters, found {len(tagged)}")
+    values = {}
+    for node in ast.parse("".join(tagged[0]["source"])).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            values[node.targets[0].id] = ast.literal_eval(node.value)
+    return values

@@ -7,11 +7,16 @@
   ``data/questions.json``.
 - Unanswerable: questions nothing in the numpy reference answers (lab 04 measures
   abstention on them).
+- Real: how-to questions people asked on public Q&A and tutorial pages, each with the URL
+  where its title was seen and the numpy ids its accepted answer uses; split once into
+  ``dev`` and ``test`` (kept in ``data/real_questions.json``). Some answers name objects
+  the corpus has no page for: ``coverage`` counts them and ``answerable_in`` keeps the rest.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -20,12 +25,16 @@ from .apidocs import ApiCorpus
 
 @dataclass(frozen=True)
 class Question:
-    """A query with its id, its text, the ids that answer it (empty: unanswerable) and its style."""
+    """A query with its id, its text, the ids that answer it (empty: unanswerable), its style and source.
+
+    ``source`` is the URL where a real question was seen; empty for the sets the course wrote.
+    """
 
     qid: str
     text: str
     relevant: tuple[str, ...] = ()
     style: str = ""
+    source: str = ""
 
 
 def self_retrieval(corpus: ApiCorpus) -> list[Question]:
@@ -58,3 +67,90 @@ def unanswerable_questions() -> list[Question]:
 def judgements(questions: list[Question]) -> dict[str, tuple[str, ...]]:
     """qid -> relevant ids, for the questions that have any."""
     return {q.qid: q.relevant for q in questions if q.relevant}
+
+
+REAL_SPLITS = ("dev", "test", "all")
+
+
+@lru_cache(maxsize=1)
+def _real_file() -> dict:
+    return json.loads(resources.files(__package__).joinpath("data", "real_questions.json").read_text("utf-8"))
+
+
+def real_split(url: str, question: str) -> str:
+    """The split rule, applied once when the set was made: ``dev`` when the first 8 hex digits of
+    sha256(url + question) are divisible by 3, else ``test``. It reads the text, never a result."""
+    return "dev" if int(hashlib.sha256((url + question).encode("utf-8")).hexdigest()[:8], 16) % 3 == 0 else "test"
+
+
+def real_questions(split: str = "test", corpus: ApiCorpus | None = None) -> list[Question]:
+    """Real how-to questions about numpy: ``dev`` (settings are chosen on it), ``test`` (reported, never tuned on) or ``all``.
+
+    Each is the title of a public Q&A thread or tutorial heading, verbatim but for a leading
+    tag, with ``source`` the URL where it was seen and ``relevant`` the 1-3 numpy ids its
+    accepted or main answer uses, best first; ``style`` is ``real``, or ``real-doubtful``
+    when an id does not come from the answer shown. The split was made once by
+    ``real_split``: dev when int(sha256(url + question)[:8], 16) % 3 == 0, else test.
+
+    Without ``corpus`` the ids are as recorded (any public numpy object). With ``corpus``
+    each id becomes the page that documents it (an alias such as ``numpy.char.add`` is the
+    same object as ``numpy.add``) and ids without a page are left out, so a question whose
+    answer has no page keeps an empty ``relevant``: it is not unanswerable, the corpus just
+    lacks the page. Evaluate on ``answerable_in(corpus, questions)`` and print
+    ``coverage(questions, corpus)`` so the dropped questions are counted.
+    """
+    if split not in REAL_SPLITS:
+        raise ValueError(f"split must be one of {', '.join(REAL_SPLITS)}; got {split!r}")
+    questions = [Question(q["qid"], q["question"], tuple(q["relevant"]),
+                          "real-doubtful" if q["doubtful"] else "real", q["url"])
+                 for q in _real_file()["questions"] if split in ("all", q["split"])]
+    if corpus is not None:
+        questions = [replace(q, relevant=pages_for(q.relevant, corpus)) for q in questions]
+    return questions
+
+
+def pages_for(ids: tuple[str, ...] | list[str], corpus: ApiCorpus) -> tuple[str, ...]:
+    """The corpus pages that document ``ids``, in order, without repeats: an id or alias the
+    corpus knows is its page; a name for the same object (``real_questions.json``'s ``aliases``)
+    is that object's page; an id the corpus has no page for is left out."""
+    table = corpus.alias_table
+    same_object = _real_file()["aliases"]
+    pages: list[str] = []
+    for name in ids:
+        page = table.get(name) or table.get(same_object.get(name, ""))
+        if page is not None and page not in pages:
+            pages.append(page)
+    return tuple(pages)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How many questions have a page in the corpus for at least one id of their judged answer."""
+
+    covered: int
+    total: int
+    uncovered: tuple[str, ...]   # qids of the questions with no page for any of their ids
+
+    @property
+    def dropped(self) -> int:
+        return self.total - self.covered
+
+    @property
+    def share(self) -> float:
+        return self.covered / self.total if self.total else 0.0
+
+    def __str__(self) -> str:
+        return (f"{self.covered} of {self.total} questions have a page for their answer ({self.share:.0%}); "
+                f"{self.dropped} dropped: {', '.join(self.uncovered) or 'none'}")
+
+
+def coverage(questions: list[Question], corpus: ApiCorpus) -> Coverage:
+    """The questions whose relevant ids name at least one page of ``corpus`` (see ``pages_for``)."""
+    uncovered = tuple(q.qid for q in questions if not pages_for(q.relevant, corpus))
+    return Coverage(len(questions) - len(uncovered), len(questions), uncovered)
+
+
+def answerable_in(corpus: ApiCorpus, questions: list[Question]) -> list[Question]:
+    """The questions ``corpus`` can answer, their ``relevant`` made its pages; print ``coverage`` beside it."""
+    resolved = [replace(q, relevant=pages_for(q.relevant, corpus)) for q in questions]
+    return [q for q in resolved if q.relevant]

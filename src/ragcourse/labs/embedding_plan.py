@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..corpus.apidocs import ApiCorpus, export_markdown
-from ..corpus.queries import judged_questions, self_retrieval, unanswerable_questions
+from ..corpus.queries import judged_questions, real_questions, self_retrieval, unanswerable_questions
 from ..engines.chunkers import chunk_corpus, word_windows
 from ..engines.splitters import (pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, token_windows,
                                  tokenizer_spans, with_header)
@@ -26,9 +26,9 @@ from ..rag.reader import SentenceSplitter
 
 
 def question_texts(corpus: ApiCorpus) -> list[str]:
-    """Every question the labs ask: self-retrieval summaries, judged and unanswerable questions."""
+    """Every question the labs ask: self-retrieval summaries, judged, unanswerable and real questions."""
     return ([q.text for q in self_retrieval(corpus)] + [q.text for q in judged_questions(corpus)]
-            + [q.text for q in unanswerable_questions()])
+            + [q.text for q in unanswerable_questions()] + [q.text for q in real_questions("all")])
 
 
 def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:

@@ -100,6 +100,13 @@ def reciprocal_rank(ranked: Sequence[str], relevant: Collection[str]) -> float:
     return 0.0
 
 
+def hit_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1.0 when a relevant id is among the first ``k`` of ``ranked``, else 0.0 (success@k; hit@1 is "the first is right")."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    return 1.0 if set(relevant).intersection(ranked[:k]) else 0.0
+
+
 def ndcg_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
     """Binary-gain nDCG of the first ``k``: hits discounted by ``log2(rank + 1)``, over the ideal."""
     if k < 1:
@@ -116,6 +123,12 @@ def mean_measure(runs: Mapping[str, Sequence[str]], judgements: Mapping[str, Col
     if not judgements:
         raise ValueError("judgements must not be empty")
     return sum(measure(runs.get(q, ()), relevant, *args) for q, relevant in judgements.items()) / len(judgements)
+
+
+def per_question(runs: Mapping[str, Sequence[str]], judgements: Mapping[str, Collection[str]],
+                 measure: Callable[..., float], *args: int) -> list[float]:
+    """``measure(ranked, relevant, *args)`` for each judged query, in judgement order (for paired tests)."""
+    return [measure(runs.get(q, ()), relevant, *args) for q, relevant in judgements.items()]
 
 
 def measure(runs: Mapping[str, Sequence[str]], judged: Mapping[str, Sequence[str]],

@@ -1,0 +1,76 @@
+"""A lab's conclusion checked on questions people asked: the same systems on the judged set and on real ``test``.
+
+Every lab ends by putting its headline systems beside each other twice: on the questions the
+course wrote (``judged``) and on real how-to questions (``real_questions("test")``, only
+those whose answer has a page: ``coverage`` says how many were dropped). Each row gives hit@1
+(the first page is right), Recall@5 and MRR; each comparison the lab's prose draws is a paired
+test over the same questions (``retrieval.significance.compare``) with its 95% interval,
+p-value and verdict. Nothing here is tuned: ``test`` is read once, by the lab's last section.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from ..corpus.apidocs import ApiCorpus
+from ..corpus.queries import Coverage, Question, answerable_in, coverage, judgements, real_questions
+from ..lesson.tables import Column, print_table
+from ..retrieval.metrics import hit_at_k, per_question, recall_at_k, reciprocal_rank
+from ..retrieval.significance import PairedComparison, compare
+
+Runs = Mapping[str, Sequence[str]]
+MEASURES: dict[str, tuple[Callable[..., float], tuple[int, ...]]] = {
+    "hit@1": (hit_at_k, (1,)), "recall@5": (recall_at_k, (5,)), "mrr": (reciprocal_rank, ())}
+
+
+@dataclass(frozen=True)
+class QuestionSets:
+    """The judged questions and the real ``test`` questions the corpus can answer, with the real set's coverage."""
+
+    judged: list[Question]
+    real: list[Question]
+    real_coverage: Coverage
+
+    def by_name(self) -> dict[str, list[Question]]:
+        return {"judged": self.judged, "real test": self.real}
+
+
+def judged_and_real(corpus: ApiCorpus, judged: list[Question]) -> QuestionSets:
+    """``judged`` beside the answerable real ``test`` questions (read once, at a lab's end)."""
+    real = real_questions("test")
+    return QuestionSets(judged, answerable_in(corpus, real), coverage(real, corpus))
+
+
+def scores(runs: Runs, questions: Sequence[Question], name: str) -> list[float]:
+    """Per-question values of the measure ``name`` (``hit@1``, ``recall@5``, ``mrr``) in question order."""
+    function, args = MEASURES[name]
+    return per_question(runs, judgements(list(questions)), function, *args)
+
+
+def print_headline(runs: Mapping[str, Mapping[str, Runs]], sets: QuestionSets) -> None:
+    """One row per system and question set: n, hit@1, Recall@5, MRR. ``runs[system][set name]``."""
+    rows = []
+    for system, by_set in runs.items():
+        for set_name, questions in sets.by_name().items():
+            values = [sum(scores(by_set[set_name], questions, m)) / len(questions) for m in MEASURES]
+            rows.append([system, set_name, len(questions), *values])
+    print_table(rows, [Column("system", 22, align="<"), Column("questions", 10, align="<"), Column("n", 4),
+                       Column("hit@1", 7, ".3f"), Column("R@5", 7, ".3f"), Column("MRR", 7, ".3f")])
+
+
+def paired(runs_a: Runs, runs_b: Runs, questions: Sequence[Question], measure: str,
+           names: tuple[str, str]) -> PairedComparison:
+    """System A against B on the same questions: paired bootstrap interval and randomisation p-value."""
+    return compare(scores(runs_a, questions, measure), scores(runs_b, questions, measure), names=names)
+
+
+def print_paired(runs: Mapping[str, Mapping[str, Runs]], a: str, b: str, sets: QuestionSets,
+                 measures: Sequence[str] = ("hit@1", "recall@5")) -> dict[tuple[str, str], PairedComparison]:
+    """Print ``a`` against ``b`` on each question set and measure; the comparisons by (set, measure)."""
+    found = {}
+    for set_name, questions in sets.by_name().items():
+        for name in measures:
+            result = paired(runs[a][set_name], runs[b][set_name], questions, name, (a, b))
+            found[(set_name, name)] = result
+            print(f"{set_name:<9} {name:<8} {result}")
+    return found

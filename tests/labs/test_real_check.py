@@ -1,0 +1,63 @@
+"""The labs' judged-beside-real check: per-question measures, the headline rows and the paired comparisons."""
+from __future__ import annotations
+
+import pytest
+
+from ragcourse.corpus.queries import Coverage, Question
+from ragcourse.labs.real_check import QuestionSets, paired, print_headline, print_paired, scores
+from ragcourse.retrieval.metrics import hit_at_k, per_question, recall_at_k
+
+QUESTIONS = [Question(f"q{n}", f"question {n}", (f"d{n}", f"e{n}")) for n in range(12)]
+SETS = QuestionSets(QUESTIONS[:4], QUESTIONS[4:], Coverage(8, 9, ("r9",)))
+GOOD = {q.qid: [q.relevant[0], "x", "y"] for q in QUESTIONS}            # the right page first
+LATE = {q.qid: ["x", "y", q.relevant[1]] for q in QUESTIONS}            # the other right page third
+EMPTY = {q.qid: [] for q in QUESTIONS}
+
+
+def test_hit_at_k_is_one_when_any_relevant_id_is_in_the_top_k():
+    assert hit_at_k(["a", "b", "c"], {"c", "z"}, 3) == 1.0
+    assert hit_at_k(["a", "b", "c"], {"c", "z"}, 2) == 0.0
+    assert hit_at_k([], {"c"}, 1) == 0.0
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        hit_at_k(["a"], {"a"}, 0)
+
+
+def test_hit_at_one_differs_from_recall_at_one_with_several_relevant_pages():
+    """hit@1 is 'the first page is right'; Recall@1 cannot exceed 1/|relevant| (the labs' prose means hit@1)."""
+    assert hit_at_k(GOOD["q0"], QUESTIONS[0].relevant, 1) == 1.0
+    assert recall_at_k(GOOD["q0"], QUESTIONS[0].relevant, 1) == 0.5
+
+
+def test_per_question_keeps_judgement_order_and_counts_a_missing_run_as_empty():
+    judged = {"b": ("2",), "a": ("1",)}
+    assert per_question({"a": ["1"]}, judged, hit_at_k, 1) == [0.0, 1.0]
+
+
+def test_scores_by_measure_name():
+    assert scores(GOOD, QUESTIONS, "hit@1") == [1.0] * 12
+    assert scores(LATE, QUESTIONS, "hit@1") == [0.0] * 12
+    assert scores(LATE, QUESTIONS, "recall@5") == [0.5] * 12
+    assert scores(LATE, QUESTIONS, "mrr") == pytest.approx([1 / 3] * 12)
+
+
+def test_headline_rows_per_system_and_set(capsys):
+    print_headline({"good": {"judged": GOOD, "real test": GOOD}, "empty": {"judged": EMPTY, "real test": EMPTY}}, SETS)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["system", "questions", "n", "hit@1", "R@5", "MRR"]
+    assert lines[1].split() == ["good", "judged", "4", "1.000", "0.500", "1.000"]
+    assert lines[2].split() == ["good", "real", "test", "8", "1.000", "0.500", "1.000"]
+    assert lines[4].split() == ["empty", "real", "test", "8", "0.000", "0.000", "0.000"]
+
+
+def test_paired_comparison_direction_and_verdict(capsys):
+    result = paired(GOOD, LATE, QUESTIONS, "hit@1", ("good", "late"))
+    assert result.difference == 1.0 and result.verdict() == "good beats late"
+    assert paired(LATE, GOOD, QUESTIONS, "hit@1", ("late", "good")).verdict() == "good beats late"
+    same = paired(GOOD, GOOD, QUESTIONS, "recall@5", ("a", "b"))
+    assert same.p_value == 1.0 and same.verdict() == "no difference this set can detect"
+    found = print_paired({"good": {"judged": GOOD, "real test": GOOD}, "late": {"judged": LATE, "real test": LATE}},
+                         "good", "late", SETS)
+    assert set(found) == {("judged", "hit@1"), ("judged", "recall@5"), ("real test", "hit@1"),
+                          ("real test", "recall@5")}
+    printed = capsys.readouterr().out
+    assert "(n = 4)" in printed and "(n = 8)" in printed

@@ -3,13 +3,16 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+SITE_VENV  := $(VENV)/site
+SITE_PY    := $(SITE_VENV)/bin/python
+SITE_STAMP := $(SITE_VENV)/.installed
 
 export JUPYTER_PREFER_ENV_PATH := 1
 export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: course figures test test-fast refresh lab clean
+.PHONY: course figures test test-fast refresh lab site clean exercises
 
 # The environment: a virtualenv with the exact pins of requirements.txt and the package, editable.
 $(STAMP): requirements.txt pyproject.toml
@@ -23,6 +26,7 @@ $(STAMP): requirements.txt pyproject.toml
 ## Run every lesson and lab (executed copies and figures go to build/)
 course: $(STAMP)
 	$(PY) -m ragcourse run
+	$(PY) -m ragcourse prepare
 	$(PY) -m ragcourse run labs
 
 ## Regenerate figures/ at the course seed, and figures/labs/ (instructors)
@@ -35,9 +39,14 @@ refresh: $(STAMP)
 	$(PY) -m ragcourse refresh
 	$(PY) -m ragcourse refresh labs
 
+## Regenerate the exercises' student versions from their masters (exercises/masters/ -> notebooks/exercises/)
+exercises: $(STAMP)
+	$(PY) -m ragcourse.exercises.build
+
 ## All tests: package, nbval, documented outputs, hygiene, other seeds, command line, browser
-test: $(STAMP)
-	TQDM_DISABLE=1 $(PY) -m pytest -ra --nbval --nbval-current-env -p no:cacheprovider tests notebooks
+test: $(STAMP) $(SITE_STAMP)
+	$(PY) -m ragcourse prepare
+	RAGCOURSE_PREPARED=1 TQDM_DISABLE=1 $(PY) -m pytest -ra --nbval --nbval-current-env -p no:cacheprovider tests notebooks
 
 ## Package tests only (seconds)
 test-fast: $(STAMP)
@@ -46,6 +55,20 @@ test-fast: $(STAMP)
 ## Open the course in JupyterLab
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+# The website's own environment, inside .venv: Jupyter Book 1.x needs Sphinx 7, the course pins
+# Sphinx 9 (see site/requirements.txt, a complete lock installed without resolving).
+$(SITE_STAMP): site/requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(SITE_VENV)
+	$(SITE_PY) -m pip install --quiet pip==26.3
+	$(SITE_PY) -m pip install --quiet --no-deps -r site/requirements.txt
+	$(SITE_PY) -m pip install --quiet --no-deps -e .
+	@touch $(SITE_STAMP)
+
+## Build the course website into build/site/ (Jupyter Book from the committed notebooks; nothing executed)
+site: $(SITE_STAMP)
+	$(SITE_PY) site/build.py --out build/site
 
 clean:
 	rm -rf build test-output .pytest_cache

@@ -69,3 +69,25 @@ def lesson_notebook(lesson: int) -> Path:
 
 __all__ = ["ALL_LESSONS", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "blocks_in_order",
            "documented_blocks", "normalise_block", "lesson_notebook", "stored_stdout"]
+
+
+# Every text the labs embed is embedded once, before the first test that needs it (``python -m ragcourse
+# prepare``), so no test pays another's cold cost. ``make test`` runs the command itself and sets
+# RAGCOURSE_PREPARED; a plain ``pytest`` run that selects the labs runs it here.
+NEEDS_EMBEDDINGS = ("notebooks/labs/", "test_lab_runs_in_jupyterlab", "tests/labs/test_dense_numbers.py",
+                    "tests/cli/test_search_command.py", "tests/rag/")
+
+
+def pytest_collection_finish(session):
+    import os
+    import sys
+
+    if os.environ.get("RAGCOURSE_PREPARED") or not any(
+            any(marker in item.nodeid for marker in NEEDS_EMBEDDINGS) for item in session.items):
+        return
+    from ragcourse.cli.main import main
+
+    status = main(["prepare"])
+    if status:
+        sys.exit(f"python -m ragcourse prepare failed with status {status}")
+    os.environ["RAGCOURSE_PREPARED"] = "1"

@@ -6,9 +6,11 @@
   python -m ragcourse refresh [--jobs N] [LESSON ...]
   python -m ragcourse search "QUESTION" [--retriever lexical|bm25|tfidf|dense|hybrid|postgres] [-k 5] [--json]
   python -m ragcourse search --file QUESTIONS.txt [--retriever R] [-k 5]
+  python -m ragcourse questions self|judged|unanswerable|real-dev|real-test [--json]
+  python -m ragcourse prepare [--check]
   python -m ragcourse index [--corpus DIR] [--refresh] [--check] [--policy sentences|fixed|headings]
   python -m ragcourse ask "QUESTION" [--json] [--trace] [--tenant T] [--reranker-model PATH]
-  python -m ragcourse grade PATH... [--csv FILE] [--timeout SECONDS] | grade --solutions [--csv FILE]
+  python -m ragcourse grade PATH... [--csv FILE] [--timeout SECONDS] [--jobs N] | grade --solutions [...]
 
 LESSON is a number (3 or 03) or a range (2-6), or a Part 3 lab (lab1, lab1-2, labs); every
 lesson when none is given (the sweep runs lessons only: the labs take no SEED).
@@ -26,7 +28,7 @@ from pathlib import Path
 
 from ..batch.notebooks import FIGURES_DIR, LABS_FOLDER, NOTEBOOKS_DIR, PROJECT_ROOT, lab_notebooks, lesson_notebooks
 from ..exercises import grading
-from . import postgres, search
+from . import postgres, prepare, questions, search
 
 SEED_LIMIT = 2 ** 32
 MAX_SEEDS = 1000
@@ -192,6 +194,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     common(p_refresh)
     p_search = sub.add_parser("search", help="Part 3: search the numpy reference with a lab's retriever")
     search.add_arguments(p_search)
+    p_questions = sub.add_parser("questions", help="Part 3: print a query set (id, text, relevant ids, source)")
+    questions.add_arguments(p_questions)
+    p_prepare = sub.add_parser("prepare", help="Part 3: embed every text the labs and their tests need, once")
+    prepare.add_arguments(p_prepare)
     p_index = sub.add_parser("index", help="Part 3, lab 04: build, refresh or check the PostgreSQL index")
     postgres.add_index_arguments(p_index)
     p_ask = sub.add_parser("ask", help="Part 3, lab 04: answer a question with citations from the index")
@@ -199,7 +205,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     p_grade = sub.add_parser("grade", help="grade exercise notebooks (--solutions: the masters)")
     grading.add_arguments(p_grade)
     return parser, {"run": p_run, "figures": p_fig, "sweep": p_sweep, "refresh": p_refresh, "search": p_search,
-                    "index": p_index, "ask": p_ask, "grade": p_grade}
+                    "questions": p_questions, "prepare": p_prepare, "index": p_index, "ask": p_ask, "grade": p_grade}
 
 
 def _search(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -247,6 +253,10 @@ def main(argv: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR,
     sub = commands[args.command]
     if args.command == "search":
         return _search(args, sub)
+    if args.command == "prepare":
+        return prepare.run(args, sys.stdout)
+    if args.command == "questions":
+        return questions.run(args, sys.stdout)
     if args.command in ("index", "ask"):
         return _postgres(args, sub)
     if args.command == "grade":

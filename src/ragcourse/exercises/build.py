@@ -1,0 +1,72 @@
+"""``make exercises``: every student version regenerated from its master and executed from a fresh kernel.
+
+    python -m ragcourse.exercises.build [NAME ...]
+
+For each master in ``exercises/masters/`` (or the sets named), the student version is made
+(``notebooks.student_version``), executed top to bottom in a fresh kernel of this Python
+with the notebook's folder as working directory, and written to ``notebooks/exercises/``
+with its outputs (every check reads "not done yet") and execution counts 1..n, no timing
+metadata. A cell that raises stops the build with exit status 1: a student version must run
+top to bottom. Exit status 2 for an unknown set name.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .notebooks import MASTERS_DIR, STUDENT_DIR, master_notebooks, student_path, student_version
+
+BUILD_SECONDS = 300.0
+
+
+class BuildError(RuntimeError):
+    """A student version that does not run top to bottom."""
+
+
+def build_student(master_path: Path, out_dir: Path = STUDENT_DIR, seconds: float = BUILD_SECONDS):
+    """The executed student version of one master (an nbformat node); BuildError if a cell fails."""
+    import nbformat
+
+    from .execute import run_notebook
+
+    nb = student_version(nbformat.read(master_path, as_version=4))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = run_notebook(nb, out_dir, seconds, allow_errors=False)
+    if run.failure or run.timed_out is not None or run.error is not None:
+        detail = run.failure or (f"code cell {run.timed_out} ran out of time" if run.timed_out is not None else
+                                 f"code cell {run.error[0]} raised {run.error[1]}: {run.error[2]}")
+        raise BuildError(f"the student version of {master_path.name} does not run top to bottom: {detail}")
+    for cell in nb.cells:
+        for key in ("execution", "papermill", "ExecuteTime", "collapsed"):
+            cell.metadata.pop(key, None)
+    nbformat.validate(nb)
+    return nb
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Regenerate the student versions; print one line per notebook written."""
+    import nbformat
+
+    parser = argparse.ArgumentParser(prog="python -m ragcourse.exercises.build", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", metavar="NAME", help="exercise sets to build (default: every master)")
+    args = parser.parse_args(argv)
+    masters = master_notebooks()
+    unknown = [name for name in args.names if name not in masters]
+    if unknown:
+        parser.error(f"no master for {', '.join(unknown)} in {MASTERS_DIR}; there are {', '.join(masters)}")
+    for name in args.names or list(masters):
+        try:
+            nb = build_student(masters[name])
+        except BuildError as error:
+            print(f"{parser.prog}: {error}", file=sys.stderr)
+            return 1
+        target = student_path(name)
+        nbformat.write(nb, target)
+        print(f"wrote {target.relative_to(STUDENT_DIR.parents[1])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

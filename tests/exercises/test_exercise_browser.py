@@ -1,0 +1,88 @@
+"""A student's path through an exercise notebook in JupyterLab, in headless Chromium.
+
+The server, the browser and the page come from ``tests/test_browser.py`` (its fixtures and
+scripts are imported, not copied): exercise set 01 as shipped is opened, restarted and run
+top to bottom (no error, every check "not done yet"); then a correct ``keyword_score`` is
+typed into its answer cell, which is run with Shift+Enter, and Shift+Enter on the check cell
+below must show the check pass. Screenshots go to ``test-output/browser/``.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from test_browser import (FIND_PANEL, LESSON_OPEN_MS, LESSON_RUN_MS, NOTEBOOK_STATE, RUN_FINISHED,  # noqa: F401
+                          SCROLL_TO_TEXT, SHUT_DOWN, START_RESTART_RUN_ALL, _screenshot, _settle, chromium,
+                          lab_server, page, sync_playwright_api)
+
+pytestmark = pytest.mark.browser
+
+NAME = "01-what-is-an-embedding"
+PATH = f"notebooks/exercises/{NAME}.ipynb"
+ANSWER = ("def keyword_score(query_text, document_text): "
+          "return len(set(tokenize(query_text)) & set(tokenize(document_text)))")
+PASSED = "q2 · Build it · the keyword score: passed, 3/3 points"
+CHECK_MS = 60_000
+
+CELL_STARTING_WITH = """(start) => {
+  const cells = window.__lesson.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    if (cells.get(i).sharedModel.getSource().startsWith(start)) return i;
+  }
+  return -1;
+}"""
+
+CELL_TEXT = """(index) => {
+  const cell = window.__lesson.content.model.cells.get(index);
+  const texts = [];
+  for (let i = 0; i < cell.outputs.length; i++) {
+    const output = cell.outputs.get(i).toJSON();
+    texts.push(output.text || (output.data && output.data['text/plain']) || output.evalue || '');
+  }
+  return {source: cell.sharedModel.getSource(), outputs: texts.join(''), count: cell.executionCount};
+}"""
+
+
+def test_typing_an_answer_makes_its_check_pass(lab_server, page):
+    page.goto(f"{lab_server.base_url}/lab/tree/{PATH}?reset&token={lab_server.token}")
+    try:
+        page.wait_for_function(FIND_PANEL, arg=PATH, timeout=LESSON_OPEN_MS, polling=250)
+        page.evaluate(START_RESTART_RUN_ALL)
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=10_000)  # "Restart"
+        page.wait_for_function(RUN_FINISHED, timeout=LESSON_RUN_MS, polling=250)
+        state = page.evaluate(NOTEBOOK_STATE)
+        assert state["run"]["result"] is True and not state["stderr"] and not state["errorNodes"], state["run"]
+        code = [cell for cell in state["cells"] if cell["source"].strip()]
+        assert [cell["count"] for cell in code] == list(range(1, len(code) + 1)), "fresh kernel, top to bottom"
+
+        answer = page.evaluate(CELL_STARTING_WITH, "def keyword_score")
+        check = answer + 1
+        assert "exercises.check(\"q2\"" in page.evaluate(CELL_TEXT, check)["source"]
+        assert "keyword score: not done yet" in page.evaluate(CELL_TEXT, check)["outputs"]
+
+        editor = page.locator(".jp-Notebook .jp-Cell").nth(answer).locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.type(ANSWER)
+        page.keyboard.press("Shift+Enter")  # runs the answer cell; the check cell below becomes the active one
+        page.keyboard.press("Shift+Enter")  # runs the check
+        started = time.monotonic()
+        page.wait_for_function(f"() => ({CELL_TEXT})({check}).outputs.includes({PASSED!r})", timeout=CHECK_MS,
+                               polling=250)
+        assert page.evaluate(CELL_TEXT, answer)["source"] == ANSWER, "the editor changed what was typed"
+        print(f"check passed {time.monotonic() - started:.1f} s after Shift+Enter")
+        if page.evaluate(SCROLL_TO_TEXT, PASSED):
+            _settle(page)
+            _screenshot(page, f"exercises-{NAME}-passed")
+    except BaseException:
+        try:
+            _screenshot(page, f"exercises-{NAME}-FAILED")
+            print(f"server log tail:\n{lab_server.log()}")
+        except Exception as error:
+            print(f"no failure screenshot: {error}")
+        raise
+    finally:
+        try:
+            page.evaluate(SHUT_DOWN)
+        except Exception:
+            pass

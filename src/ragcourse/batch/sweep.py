@@ -46,7 +46,7 @@ INTERVAL_NOTE = ("±95%: half-width of the 95% interval of the mean, "
 
 
 def t_coverage(t: float, df: int) -> float:
-    """P(|T| <= t) for Student's t with ``df`` degrees of freedom (exact finite series).
+    """``P(|T| <= t)`` for Student's t with ``df`` degrees of freedom (exact finite series).
 
     Abramowitz and Stegun 26.7.3-4: with θ = atan(t/√df), a sum of powers of cos θ,
     ``df // 2`` terms; every term is positive, so the sum is well conditioned.
@@ -71,7 +71,7 @@ def t_coverage(t: float, df: int) -> float:
 
 @lru_cache(maxsize=None)
 def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
-    """The t with P(|T| <= t) = ``confidence`` (df = 19: 2.0930...): bisection down to adjacent floats.
+    """The t with ``P(|T| <= t)`` = ``confidence`` (df = 19: 2.0930...): bisection down to adjacent floats.
 
     Agrees with scipy's ``t.ppf(0.975, df)`` to about 1e-14 relative for df up to 999.
     """

@@ -1,7 +1,8 @@
 """Lesson 16's table source: every procedure document turned into a small table.
 
 A table has a **head** that names the procedure (``tier limit procedure table``) and one
-**row** per paragraph of the document, with three columns separated by `` | ``:
+**row** per paragraph of the document, with three columns separated by a vertical bar with a
+space on each side:
 
 * the field name, the fourth word of the paragraph (the paragraph's filler word, since every
   document-side form has two words: ``tier limit for entry goes ...`` gives ``entry``);

@@ -8,7 +8,9 @@ clears the stored outputs, runs "Restart Kernel and Run All Cells" (confirming t
 as a student would) and then checks what the browser shows: every code cell ran, in order,
 in a fresh kernel of the project's Python; no error and nothing on stderr; the lesson's
 documented blocks (``tests/documented/NN-K.txt``) on the page, in order; at least one
-figure drawn. Screenshots go to ``test-output/browser/``.
+figure drawn. Screenshots go to ``test-output/browser/``. The labs run the same way from
+``tests/test_browser_labs.py`` (a server of their own, so the two files can run side by side
+under ``pytest -n 2 --dist loadfile``).
 
 Skips when Playwright or ``/usr/bin/chromium`` is missing, unless
 ``RAGCOURSE_REQUIRE_BROWSER=1`` (CI), where that is an error. ``.ci/install-browser.sh``
@@ -477,14 +479,6 @@ def test_lesson_runs_in_jupyterlab(lesson, lab_server, page):
     notebook = LESSONS[lesson]
     run_in_jupyterlab(page, lab_server, f"notebooks/{notebook.name}", notebook, f"{lesson:02d}",
                       documented_blocks(lesson), LESSON_RUN_MS, pictures=lesson == min(LESSONS))
-
-
-@pytest.mark.parametrize("lab", sorted(LABS), ids=[LABS[n].stem for n in sorted(LABS)])
-def test_lab_runs_in_jupyterlab(lab, lab_server, page):
-    """A lab as a student runs it: every cell ok, no stderr, its stored tables on the page, a figure."""
-    notebook = LABS[lab]
-    run_in_jupyterlab(page, lab_server, f"notebooks/labs/{notebook.name}", notebook, f"lab{lab:02d}",
-                      stored_blocks(notebook), LAB_RUN_MS, pictures=lab == min(LABS))
 
 
 def run_in_jupyterlab(page, lab_server, path: str, notebook: Path, name: str, blocks: list[str],

@@ -46,7 +46,7 @@ exercises: $(STAMP)
 ## All tests: package, nbval, documented outputs, hygiene, other seeds, command line, browser
 test: $(STAMP) $(SITE_STAMP)
 	$(PY) -m ragcourse prepare
-	RAGCOURSE_PREPARED=1 TQDM_DISABLE=1 $(PY) -m pytest -ra --nbval --nbval-current-env -p no:cacheprovider tests notebooks
+	RAGCOURSE_PREPARED=1 TQDM_DISABLE=1 $(PY) -m pytest -ra -n 2 --dist loadfile --durations=15 --nbval --nbval-current-env -p no:cacheprovider tests notebooks
 
 ## Package tests only (seconds)
 test-fast: $(STAMP)

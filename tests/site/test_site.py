@@ -241,7 +241,7 @@ def _browser_unavailable(reason: str):
     pytest.skip(f"{reason}; run .ci/install-browser.sh (RAGCOURSE_REQUIRE_BROWSER=1 makes this an error)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")   # not session: an open sync Playwright holds the thread's event loop until it exits
 def browser():
     try:
         from playwright.sync_api import sync_playwright

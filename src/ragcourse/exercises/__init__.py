@@ -2,13 +2,13 @@
 
 * ``framework``: questions, verdicts ("passed", "not passed yet", "not done yet") and their wording;
 * ``reference``: the package's reference world and measurements, cached per seed, that checks compare with;
-* ``lesson01`` ... ``lesson06``: each lesson's exercise set (its checks, points and explanations);
+* ``part1.lesson01`` ... ``part1.lesson06``, ``part2.lesson07`` ... ``part2.lesson16``: each lesson's exercise set;
 * ``notebooks``: masters and student versions, and making one from the other;
 * ``execute``: running a notebook in a fresh kernel with a time limit;
 * ``build``: ``make exercises`` (student versions regenerated and executed);
 * ``grading``: ``python -m ragcourse grade``.
 
-A student notebook imports its lesson's module (``from ragcourse.exercises import lesson01 as
+A student notebook imports its lesson's module (``from ragcourse.exercises.part1 import lesson01 as
 exercises``) and calls ``exercises.check("q2", keyword_score)``. Nothing else in the package
 imports this subpackage; only the command line does. Importing it prints nothing.
 """

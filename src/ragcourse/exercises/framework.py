@@ -38,12 +38,22 @@ NOTEBOOK_CHECK_SECONDS = 120.0  # and in a notebook, where a student's loop woul
 
 # Exercise set name -> the module that defines it (imported on use only).
 EXERCISE_SETS = {
-    "01-what-is-an-embedding": "ragcourse.exercises.lesson01",
-    "02-embedding-models": "ragcourse.exercises.lesson02",
-    "03-similarity-metrics": "ragcourse.exercises.lesson03",
-    "04-vector-databases": "ragcourse.exercises.lesson04",
-    "05-metadata-filtering": "ragcourse.exercises.lesson05",
-    "06-hybrid-search": "ragcourse.exercises.lesson06",
+    "01-what-is-an-embedding": "ragcourse.exercises.part1.lesson01",
+    "02-embedding-models": "ragcourse.exercises.part1.lesson02",
+    "03-similarity-metrics": "ragcourse.exercises.part1.lesson03",
+    "04-vector-databases": "ragcourse.exercises.part1.lesson04",
+    "05-metadata-filtering": "ragcourse.exercises.part1.lesson05",
+    "06-hybrid-search": "ragcourse.exercises.part1.lesson06",
+    "07-retrieval-augmented-generation": "ragcourse.exercises.part2.lesson07",
+    "08-document-preparation": "ragcourse.exercises.part2.lesson08",
+    "09-chunking-strategies": "ragcourse.exercises.part2.lesson09",
+    "10-indexing-and-updating": "ragcourse.exercises.part2.lesson10",
+    "11-query-transformation": "ragcourse.exercises.part2.lesson11",
+    "12-reranking": "ragcourse.exercises.part2.lesson12",
+    "13-context-construction": "ragcourse.exercises.part2.lesson13",
+    "14-retrieval-and-generation-quality": "ragcourse.exercises.part2.lesson14",
+    "15-retrieval-and-fine-tuning": "ragcourse.exercises.part2.lesson15",
+    "16-tables-and-images": "ragcourse.exercises.part2.lesson16",
 }
 
 __all__ = ["COURSE_SEED", "EXERCISE_SETS", "ExerciseSet", "Failed", "Mismatch", "NotDone", "Question", "Verdict",

@@ -10,14 +10,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable
 
-from ..retrieval.metrics import recall_ceiling, retrieval_scores
-from ..retrieval.ranking import rank_by_score
-from ..retrieval.search import EmbeddingIndex, KeywordIndex
-from ..world.embedding import dot, length
-from ..world.text import tokenize
-from .framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_estimate, expect_number,
+from ...retrieval.metrics import recall_ceiling, retrieval_scores
+from ...retrieval.ranking import rank_by_score
+from ...retrieval.search import EmbeddingIndex, KeywordIndex
+from ...world.embedding import dot, length
+from ...world.text import tokenize
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_estimate, expect_number,
                         first_hint, likely_hint, require_function, shown)
-from .reference import K, OTHER_SEEDS, model, uniform_draws, world
+from ..reference import K, OTHER_SEEDS, model, uniform_draws, world
 
 SEEDS = (COURSE_SEED, *OTHER_SEEDS)
 DEEPER_K = 10

@@ -10,13 +10,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ..retrieval.index import BucketIndex, build_bucket_index
-from ..retrieval.metrics import overlap_recall
-from ..retrieval.ranking import top_k
-from ..world.embedding import cosine
-from .framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate, expect_number,
+from ...retrieval.index import BucketIndex, build_bucket_index
+from ...retrieval.metrics import overlap_recall
+from ...retrieval.ranking import top_k
+from ...world.embedding import cosine
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate, expect_number,
                         first_hint, require_function, shown)
-from .reference import K, OTHER_SEEDS, document_vectors, query_vectors
+from ..reference import K, OTHER_SEEDS, document_vectors, query_vectors
 
 BUCKETS, PROBES = 16, 2
 

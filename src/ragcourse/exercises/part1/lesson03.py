@@ -10,11 +10,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ..retrieval.ranking import rank_by_score
-from ..world.embedding import dot, unit
-from .framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number, first_hint,
+from ...retrieval.ranking import rank_by_score
+from ...world.embedding import dot, unit
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number, first_hint,
                         likely_hint, require_function, shown)
-from .reference import OTHER_SEEDS, model, world
+from ..reference import OTHER_SEEDS, model, world
 
 DEPTH = 3
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ..retrieval.fusion import fused_scores, reciprocal_rank_fusion
-from ..retrieval.ranking import rank_by_score
-from ..retrieval.search import EmbeddingIndex, KeywordIndex
-from ..world.query_classes import ClassQuery, draw_query_classes, searchable_text
-from .framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number, first_hint,
+from ...retrieval.fusion import fused_scores, reciprocal_rank_fusion
+from ...retrieval.ranking import rank_by_score
+from ...retrieval.search import EmbeddingIndex, KeywordIndex
+from ...world.query_classes import ClassQuery, draw_query_classes, searchable_text
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number, first_hint,
                         likely_hint, require_function, shown)
-from .reference import K, OTHER_SEEDS, model, shuffled, world
+from ..reference import K, OTHER_SEEDS, model, shuffled, world
 
 CONSTANT = 20
 

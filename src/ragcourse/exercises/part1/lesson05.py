@@ -10,12 +10,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ..retrieval.index import BucketIndex, build_bucket_index, rank_candidates
-from ..world.embedding import cosine
-from ..world.metadata import assign_regions, matching
-from .framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ...retrieval.index import BucketIndex, build_bucket_index, rank_candidates
+from ...world.embedding import cosine
+from ...world.metadata import assign_regions, matching
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                         first_hint, require_function, shown)
-from .reference import K, OTHER_SEEDS, document_vectors, query_vectors
+from ..reference import K, OTHER_SEEDS, document_vectors, query_vectors
 
 BUCKETS, PROBES, REGIONS = 16, 2, 16
 NARROWEST = 1

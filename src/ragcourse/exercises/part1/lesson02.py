@@ -10,11 +10,11 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ..retrieval.metrics import retrieval_scores
-from ..retrieval.search import EmbeddingIndex, KeywordIndex
-from .framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number,
+from ...retrieval.metrics import retrieval_scores
+from ...retrieval.search import EmbeddingIndex, KeywordIndex
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number,
                         first_hint, likely_hint, require_function, shown)
-from .reference import K, OTHER_SEEDS, model, world
+from ..reference import K, OTHER_SEEDS, model, world
 
 DEEPER_K = 10
 SETUP_NAMES = ("keyword search", "in-domain , model 1", "in-domain , model 2", "out-of-domain , model 1",

@@ -51,13 +51,14 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from tqdm.auto import tqdm
 
     quiet = bool(os.environ.get("TQDM_DISABLE"))
+    encoder.model   # load the model first, so the rate measured on the first block is the encoding rate
     bar = tqdm(total=len(missing), unit="text", desc=f"embedding on {encoder.threads} threads", disable=quiet)
     embed_started = time.perf_counter()
     for start in range(0, len(missing), BLOCK):
         encoder.encode(missing[start:start + BLOCK], progress=False)
         bar.update(min(BLOCK, len(missing) - start))
         if start == 0 and len(missing) > BLOCK:
-            rate = BLOCK / (time.perf_counter() - embed_started)
+            rate = BLOCK / (time.perf_counter() - embed_started)   # the first block's texts are a random sample
             print(f"prepare: {rate:.1f} texts/s on this machine; expect about "
                   f"{(len(missing) - BLOCK) / rate / 60:.1f} more minutes", file=out, flush=True)
     bar.close()

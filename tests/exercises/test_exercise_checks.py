@@ -8,15 +8,14 @@ what it expected, what came back and a hint, and never shows the master's soluti
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
-from functools import lru_cache
 
 import numpy as np
 import pytest
 
+from exercise_support import answers, assert_every_build_rejects_two, assert_mistake_rejected
+
 from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, NOT_DONE, PASSED, load_set
-from ragcourse.exercises.notebooks import MASTERS_DIR, STUDENT_DIR
 from ragcourse.retrieval.fusion import reciprocal_rank_fusion
 from ragcourse.retrieval.index import rank_candidates
 from ragcourse.world.embedding import cosine, dot, length
@@ -25,41 +24,6 @@ from ragcourse.world.text import tokenize
 SETS = list(EXERCISE_SETS)
 FIRST_SIX = [name for name in SETS if int(name[:2]) <= 6]  # the sets whose mutations this file lists
 QUESTIONS = [(name, q.key) for name in SETS for q in load_set(name).questions]
-
-
-def _code_cells(path) -> list[str]:
-    cells = json.loads(path.read_text())["cells"]
-    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-
-
-@lru_cache(maxsize=None)
-def namespace(folder: str, name: str) -> dict:
-    """What the notebook's cells define, check cells left out (``masters`` or ``students``)."""
-    path = (MASTERS_DIR if folder == "masters" else STUDENT_DIR) / f"{name}.ipynb"
-    names: dict = {}
-    for source in _code_cells(path):
-        if "exercises.check(" not in source:
-            exec(compile(source, f"{path.name}", "exec"), names)
-    return names
-
-
-def answers(folder: str, name: str, key: str) -> list:
-    question = load_set(name).question(key)
-    return [namespace(folder, name)[n] for n in question.names]
-
-
-def solution_lines(name: str) -> list[str]:
-    """The lines between the solution markers of a master: what no message may show."""
-    lines, inside = [], False
-    for source in _code_cells(MASTERS_DIR / f"{name}.ipynb"):
-        for line in source.split("\n"):
-            if "# BEGIN SOLUTION" in line:
-                inside = True
-            elif "# END SOLUTION" in line:
-                inside = False
-            elif inside and len(line.strip()) > 20:
-                lines.append(line.strip())
-    return lines
 
 
 @pytest.mark.parametrize("name, key", QUESTIONS, ids=[f"{n[:2]}-{k}" for n, k in QUESTIONS])
@@ -217,20 +181,11 @@ MUTATIONS = [  # (exercise set, question, the mistake, a wrong answer that makes
 @pytest.mark.parametrize("name, key, mistake, wrong, hint", MUTATIONS,
                          ids=[f"{n[:2]}-{k}-{m.replace(' ', '_')}" for n, k, m, _, _ in MUTATIONS])
 def test_a_realistic_mistake_is_rejected_with_a_useful_message(name, key, mistake, wrong, hint):
-    verdict = load_set(name).verdict(key, wrong)
-    text = verdict.text()
-    assert verdict.status == FAILED and verdict.points == 0, text
-    for part in ("tried:", "expected:", "got:", "hint:"):
-        assert part in text, f"{mistake}: no {part!r} in\n{text}"
-    assert hint in text.split("hint:")[1], f"{mistake}: the hint does not name the mistake:\n{text}"
-    assert not [line for line in solution_lines(name) if line in text], f"{mistake}: the message shows the solution"
+    assert_mistake_rejected(name, key, mistake, wrong, hint)
 
 
 def test_every_build_question_rejects_at_least_two_mistakes():
-    builds = {(name, q.key) for name in FIRST_SIX for q in load_set(name).questions if q.kind == "build"}
-    counted = Counter((name, key) for name, key, _, _, _ in MUTATIONS)
-    assert builds == set(counted) and min(counted.values()) >= 2, counted
-    assert {name for name, _ in builds} == set(FIRST_SIX), "every lesson has a build-it exercise"
+    assert_every_build_rejects_two(FIRST_SIX, MUTATIONS)
 
 
 # ---------------------------------------------------------------- other correct ways pass too

@@ -1,4 +1,4 @@
-"""The checks of exercises 07-11: the blank is "not done yet", the solution passes, realistic mistakes fail.
+"""The checks of exercises 07-11: realistic mistakes fail (blank and solution of every set: test_exercise_checks).
 
 Part 2 of the course scores retrieval and generation apart, and so do these exercises; some of
 their checks also read the simulated model's call counter (a solution that calls the model more
@@ -10,14 +10,13 @@ and a hint naming the mistake, and never with the master's solution lines.
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
-from functools import lru_cache
 
 import pytest
 
-from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, NOT_DONE, PASSED, load_set
-from ragcourse.exercises.notebooks import MASTERS_DIR, STUDENT_DIR
+from exercise_support import answers, assert_every_build_rejects_two, assert_mistake_rejected
+
+from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, load_set
 from ragcourse.retrieval.chunking import token_windows
 from ragcourse.retrieval.pipeline import is_relevant, link_instruction, link_prompt
 from ragcourse.world.llm import ConceptLinker
@@ -25,60 +24,11 @@ from ragcourse.world.sources import is_continuation
 from ragcourse.world.text import tokenize
 
 SETS = [name for name in EXERCISE_SETS if 7 <= int(name[:2]) <= 11]
-QUESTIONS = [(name, q.key) for name in SETS for q in load_set(name).questions]
-IDS = [f"{name[:2]}-{key}" for name, key in QUESTIONS]
-
-
-def _code_cells(path) -> list[str]:
-    cells = json.loads(path.read_text())["cells"]
-    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-
-
-@lru_cache(maxsize=None)
-def namespace(folder: str, name: str) -> dict:
-    """What the notebook's cells define, check cells left out (``masters`` or ``students``)."""
-    path = (MASTERS_DIR if folder == "masters" else STUDENT_DIR) / f"{name}.ipynb"
-    names: dict = {}
-    for source in _code_cells(path):
-        if "exercises.check(" not in source:
-            exec(compile(source, path.name, "exec"), names)
-    return names
-
-
-def answers(folder: str, name: str, key: str) -> list:
-    return [namespace(folder, name)[n] for n in load_set(name).question(key).names]
-
-
-def solution_lines(name: str) -> list[str]:
-    """The lines between the solution markers of a master: what no message may show."""
-    lines, inside = [], False
-    for source in _code_cells(MASTERS_DIR / f"{name}.ipynb"):
-        for line in source.split("\n"):
-            if "# BEGIN SOLUTION" in line:
-                inside = True
-            elif "# END SOLUTION" in line:
-                inside = False
-            elif inside and len(line.strip()) > 20:
-                lines.append(line.strip())
-    return lines
 
 
 def test_the_five_sets_are_registered():
     assert [name[:2] for name in SETS] == ["07", "08", "09", "10", "11"]
     assert all(2 <= len(load_set(name).questions) <= 4 for name in SETS)
-
-
-@pytest.mark.parametrize("name, key", QUESTIONS, ids=IDS)
-def test_the_blank_is_not_done_yet(name, key):
-    verdict = load_set(name).verdict(key, *answers("students", name, key))
-    assert verdict.status == NOT_DONE and verdict.points == 0, verdict.text()
-    assert "Traceback" not in verdict.text()
-
-
-@pytest.mark.parametrize("name, key", QUESTIONS, ids=IDS)
-def test_the_solution_passes(name, key):
-    verdict = load_set(name).verdict(key, *answers("masters", name, key))
-    assert verdict.status == PASSED and verdict.points == verdict.max_points > 0, verdict.text()
 
 
 # ---------------------------------------------------------------- 07: the two columns, one call per request
@@ -277,20 +227,11 @@ MUTATIONS = [  # (exercise set, question, the mistake, a wrong answer that makes
 @pytest.mark.parametrize("name, key, mistake, wrong, hint", MUTATIONS,
                          ids=[f"{n[:2]}-{k}-{m.replace(' ', '_')}" for n, k, m, _, _ in MUTATIONS])
 def test_a_realistic_mistake_is_rejected_with_a_useful_message(name, key, mistake, wrong, hint):
-    verdict = load_set(name).verdict(key, wrong)
-    text = verdict.text()
-    assert verdict.status == FAILED and verdict.points == 0, text
-    for part in ("tried:", "expected:", "got:", "hint:"):
-        assert part in text, f"{mistake}: no {part!r} in\n{text}"
-    assert hint in text.split("hint:")[1], f"{mistake}: the hint does not name the mistake:\n{text}"
-    assert not [line for line in solution_lines(name) if line in text], f"{mistake}: the message shows the solution"
+    assert_mistake_rejected(name, key, mistake, wrong, hint)
 
 
 def test_every_build_question_rejects_at_least_two_mistakes():
-    builds = {(name, q.key) for name in SETS for q in load_set(name).questions if q.kind == "build"}
-    counted = Counter((name, key) for name, key, _, _, _ in MUTATIONS)
-    assert builds == set(counted) and min(counted.values()) >= 2, counted
-    assert {name for name, _ in builds} == set(SETS), "every lesson has a build-it exercise"
+    assert_every_build_rejects_two(SETS, MUTATIONS)
 
 
 # ---------------------------------------------------------------- other correct ways pass too
@@ -385,19 +326,6 @@ def test_the_asked_numbers_are_never_revealed(name, key):
 
 
 # ---------------------------------------------------------------- predictions
-
-@pytest.mark.parametrize("name", SETS)
-def test_a_prediction_shows_the_measurement_once_answered(name):
-    exercise_set = load_set(name)
-    question = next(q for q in exercise_set.questions if q.kind == "predict")
-    right = answers("masters", name, question.key)[0]
-    wrong = "a" if right != "a" else "c"
-    passed, failed = exercise_set.verdict(question.key, right), exercise_set.verdict(question.key, wrong)
-    assert passed.passed and failed.status == FAILED
-    assert "measured:" in passed.text() and "measured:" in failed.text() and len(failed.lines) >= 3
-    invalid = exercise_set.verdict(question.key, "z")
-    assert invalid.status == FAILED and "measured:" not in invalid.text()
-
 
 # ---------------------------------------------------------------- the references are the package's
 

@@ -1,4 +1,4 @@
-"""The checks of exercises 12-16: the blank is "not done yet", the solution passes, realistic mistakes fail.
+"""The checks of exercises 12-16: realistic mistakes fail (blank and solution of every set: test_exercise_checks).
 
 Lessons 12-16 keep retrieval, generation and cost apart, and so do their exercises: the second
 stage is checked with the reranker's call counter, the four boxes judge the chunk before the
@@ -11,55 +11,17 @@ never with the master's solution lines.
 """
 from __future__ import annotations
 
-import json
-from collections import Counter
-from functools import lru_cache
 
 import pytest
 
-from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, NOT_DONE, PASSED, load_set
-from ragcourse.exercises.notebooks import MASTERS_DIR, STUDENT_DIR
+from exercise_support import answers, assert_every_build_rejects_two, assert_mistake_rejected
+
+from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, load_set
 from ragcourse.world.prompts import ANSWER_INSTRUCTION, answer_prompt
 from ragcourse.world.table_source import CELL_SEPARATOR
 from ragcourse.world.text import tokenize
 
 SETS = [name for name in EXERCISE_SETS if 12 <= int(name[:2]) <= 16]
-QUESTIONS = [(name, q.key) for name in SETS for q in load_set(name).questions]
-IDS = [f"{name[:2]}-{key}" for name, key in QUESTIONS]
-
-
-def _code_cells(path) -> list[str]:
-    cells = json.loads(path.read_text())["cells"]
-    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-
-
-@lru_cache(maxsize=None)
-def namespace(folder: str, name: str) -> dict:
-    """What the notebook's cells define, check cells left out (``masters`` or ``students``)."""
-    path = (MASTERS_DIR if folder == "masters" else STUDENT_DIR) / f"{name}.ipynb"
-    names: dict = {}
-    for source in _code_cells(path):
-        if "exercises.check(" not in source:
-            exec(compile(source, path.name, "exec"), names)
-    return names
-
-
-def answers(folder: str, name: str, key: str) -> list:
-    return [namespace(folder, name)[n] for n in load_set(name).question(key).names]
-
-
-def solution_lines(name: str) -> list[str]:
-    """The lines between the solution markers of a master: what no message may show."""
-    lines, inside = [], False
-    for source in _code_cells(MASTERS_DIR / f"{name}.ipynb"):
-        for line in source.split("\n"):
-            if "# BEGIN SOLUTION" in line:
-                inside = True
-            elif "# END SOLUTION" in line:
-                inside = False
-            elif inside and len(line.strip()) > 20:
-                lines.append(line.strip())
-    return lines
 
 
 def test_the_five_sets_are_registered():
@@ -67,19 +29,6 @@ def test_the_five_sets_are_registered():
     for name in SETS:
         kinds = [q.kind for q in load_set(name).questions]
         assert 2 <= len(kinds) <= 4 and ("build" in kinds or "measure" in kinds), (name, kinds)
-
-
-@pytest.mark.parametrize("name, key", QUESTIONS, ids=IDS)
-def test_the_blank_is_not_done_yet(name, key):
-    verdict = load_set(name).verdict(key, *answers("students", name, key))
-    assert verdict.status == NOT_DONE and verdict.points == 0, verdict.text()
-    assert "Traceback" not in verdict.text()
-
-
-@pytest.mark.parametrize("name, key", QUESTIONS, ids=IDS)
-def test_the_solution_passes(name, key):
-    verdict = load_set(name).verdict(key, *answers("masters", name, key))
-    assert verdict.status == PASSED and verdict.points == verdict.max_points > 0, verdict.text()
 
 
 # ---------------------------------------------------------------- wrong answers a student might write
@@ -225,20 +174,11 @@ MUTATIONS = [  # (exercise set, question, the mistake, a wrong answer that makes
 @pytest.mark.parametrize("name, key, mistake, wrong, hint", MUTATIONS,
                          ids=[f"{n[:2]}-{k}-{m.replace(' ', '_')}" for n, k, m, _, _ in MUTATIONS])
 def test_a_realistic_mistake_is_rejected_with_a_useful_message(name, key, mistake, wrong, hint):
-    verdict = load_set(name).verdict(key, wrong)
-    text = verdict.text()
-    assert verdict.status == FAILED and verdict.points == 0, text
-    for part in ("tried:", "expected:", "got:", "hint:"):
-        assert part in text, f"{mistake}: no {part!r} in\n{text}"
-    assert hint in text.split("hint:")[1], f"{mistake}: the hint does not name the mistake:\n{text}"
-    assert not [line for line in solution_lines(name) if line in text], f"{mistake}: the message shows the solution"
+    assert_mistake_rejected(name, key, mistake, wrong, hint)
 
 
 def test_every_build_question_rejects_at_least_two_mistakes():
-    builds = {(name, q.key) for name in SETS for q in load_set(name).questions if q.kind == "build"}
-    counted = Counter((name, key) for name, key, _, _, _ in MUTATIONS)
-    assert builds == set(counted) and min(counted.values()) >= 2, counted
-    assert {name for name, _ in builds} == set(SETS), "every lesson has a build-it exercise"
+    assert_every_build_rejects_two(SETS, MUTATIONS)
 
 
 # ---------------------------------------------------------------- other correct ways pass too
@@ -326,20 +266,6 @@ def test_the_asked_numbers_are_never_revealed(name, key):
 
 
 # ---------------------------------------------------------------- predictions
-
-@pytest.mark.parametrize("name", SETS)
-def test_a_prediction_shows_the_measurement_once_answered(name):
-    exercise_set = load_set(name)
-    question = next(q for q in exercise_set.questions if q.kind == "predict")
-    right = answers("masters", name, question.key)[0]
-    wrong = ("a" if right != "a" else "c") if isinstance(right, str) else right + 10
-    passed, failed = exercise_set.verdict(question.key, right), exercise_set.verdict(question.key, wrong)
-    assert passed.passed and failed.status == FAILED
-    assert "measured:" in passed.text() and "measured:" in failed.text()
-    assert len(failed.lines) >= 3, "the explanation is shown after a wrong answer too"
-    invalid = exercise_set.verdict(question.key, "z" if isinstance(right, str) else "lots")
-    assert invalid.status == FAILED and "measured:" not in invalid.text(), "no answer given away for a typo"
-
 
 def test_the_second_stage_check_reads_the_call_counter():
     """An order and tokens that are right do not pass when the judge was asked twice per candidate."""

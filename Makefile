@@ -48,9 +48,9 @@ test: $(STAMP) $(SITE_STAMP)
 	$(PY) -m ragcourse prepare
 	RAGCOURSE_PREPARED=1 TQDM_DISABLE=1 $(PY) -m pytest -ra -n 2 --dist loadfile --durations=15 --nbval --nbval-current-env -p no:cacheprovider tests notebooks
 
-## Package tests only (seconds)
+## Package tests only (seconds; RAGCOURSE_PREPARED=1 leaves the labs' texts to the few tests that embed them)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not notebooks and not browser" tests
+	RAGCOURSE_PREPARED=1 $(PY) -m pytest -q -m "not notebooks and not browser" tests
 
 ## Open the course in JupyterLab
 lab: $(STAMP)

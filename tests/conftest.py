@@ -73,7 +73,8 @@ __all__ = ["ALL_LESSONS", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "bl
 
 # Every text the labs embed is embedded once, before the first test that needs it (``python -m ragcourse
 # prepare``), so no test pays another's cold cost. ``make test`` runs the command itself and sets
-# RAGCOURSE_PREPARED; a plain ``pytest`` run that selects the labs runs it here.
+# RAGCOURSE_PREPARED; a plain ``pytest`` run that selects the labs runs it here. Under pytest-xdist the
+# workers do not (two would embed the same texts side by side): run ``prepare`` first, as make test does.
 NEEDS_EMBEDDINGS = ("notebooks/labs/", "test_lab_runs_in_jupyterlab", "tests/labs/test_dense_numbers.py",
                     "tests/cli/test_search_command.py", "tests/rag/")
 
@@ -82,7 +83,7 @@ def pytest_collection_finish(session):
     import os
     import sys
 
-    if os.environ.get("RAGCOURSE_PREPARED") or not any(
+    if os.environ.get("RAGCOURSE_PREPARED") or hasattr(session.config, "workerinput") or not any(
             any(marker in item.nodeid for marker in NEEDS_EMBEDDINGS) for item in session.items):
         return
     from ragcourse.cli.main import main

@@ -292,3 +292,14 @@ def test_a_missing_name_is_not_done():
     verdicts = load_set("03-similarity-metrics").grade({})
     assert [v.status for v in verdicts] == [NOT_DONE] * 3
     assert "defines no PREDICTED_CHANGES" in verdicts[0].text()
+
+
+def test_expect_pair_passes_a_pair_and_names_what_a_wrong_shape_should_have_been():
+    from ragcourse.exercises.framework import Mismatch, expect_pair
+
+    assert expect_pair((0.5, 12), "f(1)", "recall, calls", "return two numbers") == (0.5, 12)
+    for wrong in (0.5, (0.5, 12, 3), "ab"):
+        with pytest.raises(Mismatch) as raised:
+            expect_pair(wrong, "f(1)", "recall, calls", "return two numbers: `return recall, calls`")
+        text = "\n".join(raised.value.lines)
+        assert "a pair (recall, calls)" in text and "return recall, calls" in text and "f(1)" in text

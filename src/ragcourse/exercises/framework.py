@@ -57,8 +57,8 @@ EXERCISE_SETS = {
 }
 
 __all__ = ["COURSE_SEED", "EXERCISE_SETS", "ExerciseSet", "Failed", "Mismatch", "NotDone", "Question", "Verdict",
-           "as_number", "call", "check_choice", "check_estimate", "expect_equal", "expect_number", "first_hint",
-           "grade_in_kernel", "is_placeholder", "likely_hint", "load_set", "require_function", "shown"]
+           "as_number", "call", "check_choice", "check_estimate", "expect_equal", "expect_number", "expect_pair",
+           "first_hint", "grade_in_kernel", "is_placeholder", "likely_hint", "load_set", "require_function", "shown"]
 
 
 class NotDone(Exception):
@@ -317,6 +317,13 @@ def _equal(got: Any, expected: Any) -> bool:
         return bool(got == expected)
     except Exception:  # numpy arrays and the like compare element by element
         return False
+
+
+def expect_pair(got: Any, tried: str, described: str, hint: str) -> Any:
+    """``got`` when it is a pair (a tuple or list of two); otherwise a Mismatch: "a pair (``described``)" expected."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise Mismatch(tried, f"a pair ({described})", shown(got), hint)
+    return got
 
 
 def as_number(value: Any, tried: str, what: str = "a number") -> float:

@@ -15,7 +15,7 @@ from ...retrieval.metrics import overlap_recall
 from ...retrieval.ranking import top_k
 from ...world.embedding import cosine
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate, expect_number,
-                        first_hint, require_function, shown)
+                         expect_pair, first_hint, require_function, shown)
 from ..reference import K, OTHER_SEEDS, document_vectors, query_vectors
 
 BUCKETS, PROBES = 16, 2
@@ -190,9 +190,7 @@ def check_bucket_setting(answer: Any) -> list[str]:
 
 def unpack_setting(got: Any, tried: str) -> tuple[float, float]:
     """The student's ``(recall, comparisons)``, or Mismatch when the result has another shape."""
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise Mismatch(tried, "a pair (recall, mean comparisons)", shown(got),
-                       "return two numbers: `return recall, comparisons`")
+    expect_pair(got, tried, "recall, mean comparisons", "return two numbers: `return recall, comparisons`")
     return as_number(got[0], tried, "a recall"), as_number(got[1], tried, "a number of comparisons")
 
 

@@ -14,7 +14,7 @@ from ...retrieval.index import BucketIndex, build_bucket_index, rank_candidates
 from ...world.embedding import cosine
 from ...world.metadata import assign_regions, matching
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
-                        first_hint, require_function, shown)
+                         expect_pair, first_hint, require_function, shown)
 from ..reference import K, OTHER_SEEDS, document_vectors, query_vectors
 
 BUCKETS, PROBES, REGIONS = 16, 2, 16
@@ -138,8 +138,7 @@ def inside_hints(index: BucketIndex, query_vector, probes: int, k: int,
 
 def unpack_pair(got: Any, tried: str, first: str, second: str, hint: str) -> tuple[Any, float]:
     """The student's pair, or Mismatch when the result has another shape."""
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise Mismatch(tried, f"a pair ({first}, {second})", shown(got), hint)
+    expect_pair(got, tried, f"{first}, {second}", hint)
     return got[0], as_number(got[1], tried, second)
 
 

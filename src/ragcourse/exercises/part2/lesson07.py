@@ -18,8 +18,8 @@ from ...world.concepts import SECOND_EDITION
 from ...world.corpus import Chunk, Query, World, build_world, paragraph_chunks
 from ...world.embedding import EmbeddingModel
 from ...world.llm import ConceptLinker
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice,
-                        expect_number, first_hint, require_function, shown)
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+                         expect_pair, first_hint, require_function, shown)
 from ..reference import DIM, OTHER_SEEDS, shuffled
 
 K = 3
@@ -167,9 +167,7 @@ def two_column_hints(queries, chunks, lists, seed, every) -> list[tuple[Callable
 
 def unpack_columns(got: Any, tried: str) -> tuple[float, float]:
     """The student's (recall, generation) pair, or Mismatch."""
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise Mismatch(tried, "a pair (retrieval recall, generation)", shown(got),
-                       "return two numbers: `return recall, generation`")
+    expect_pair(got, tried, "retrieval recall, generation", "return two numbers: `return recall, generation`")
     return as_number(got[0], tried, "a recall"), as_number(got[1], tried, "a generation rate")
 
 

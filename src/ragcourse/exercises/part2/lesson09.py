@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from ...retrieval.chunking import body_words, count_whole, relation_spans, token_windows
 from ...world.text import tokenize
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
-                        first_hint, require_function, shown)
+                         expect_pair, first_hint, require_function, shown)
 from .lesson07 import rag_world
 from ..reference import OTHER_SEEDS
 
@@ -185,9 +185,8 @@ def check_relation_recall_at(answer: Any) -> list[str]:
     for seed, size, overlap, reveal in RELATION_PROBES:
         tried = f"relation_recall_at({seed}, {size}, {overlap})"
         got = call(measure, "relation_recall_at", (seed, size, overlap), tried)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise Mismatch(tried, "a pair (relation recall, stored tokens)", shown(got),
-                           "return two numbers: `return relation_recall, stored`")
+        expect_pair(got, tried, "relation recall, stored tokens",
+                    "return two numbers: `return relation_recall, stored`")
         relation, stored = as_number(got[0], tried, "a relation recall"), as_number(got[1], tried, "a token count")
         expected = window_measures(seed, size, overlap)
         hints = [(lambda: window_measures(COURSE_SEED, size, overlap),

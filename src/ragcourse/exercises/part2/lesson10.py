@@ -17,7 +17,7 @@ from ...retrieval.pipeline import link_instruction, link_prompt
 from ...world.llm import ConceptLinker
 from ...world.updates import CHANGE_RATE, PERIODS, RECORD_MARKER, ChangeStream, change_stream, served_text
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
-                        first_hint, require_function, shown)
+                         expect_pair, first_hint, require_function, shown)
 from .lesson07 import TEMPERATURE, chunks_of, in_domain, rag_world
 from ..reference import OTHER_SEEDS
 
@@ -208,9 +208,7 @@ def check_stale_and_current(answer: Any) -> list[str]:
     for seed, interval, reveal in ANSWER_PROBES:
         tried = f"stale_and_current({seed}, {interval})"
         got = call(measure, "stale_and_current", (seed, interval), tried)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise Mismatch(tried, "a pair (stale share, up-to-date answer rate)", shown(got),
-                           "return two numbers: `return stale, up_to_date`")
+        expect_pair(got, tried, "stale share, up-to-date answer rate", "return two numbers: `return stale, up_to_date`")
         stale, current = as_number(got[0], tried, "a stale share"), as_number(got[1], tried, "a rate")
         expected = answers_of(seed, interval)
         hints = [(lambda: answers_of(COURSE_SEED, interval),

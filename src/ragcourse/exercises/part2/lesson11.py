@@ -17,7 +17,7 @@ from ...retrieval.ranking import rank_by_score
 from ...world.llm import CallCounter, ChunkAnswerer, QueryTransformer
 from ...world.phrasings import Phrasing, phrase_queries
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
-                        first_hint, require_function, shown)
+                         expect_pair, first_hint, require_function, shown)
 from .lesson07 import chunks_of, in_domain, rag_world
 from ..reference import OTHER_SEEDS
 
@@ -182,9 +182,7 @@ def check_transform_setup(answer: Any) -> list[str]:
                             + (": the baseline sends the typed request as it is" if mode == "baseline" else ""))
                            if counter.calls else
                            "call the transformer and the answerer you are handed, not models of your own")
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise Mismatch(tried, "a pair (recall, generation)", shown(got), "return two numbers:"
-                           " `return recall, generation`")
+        expect_pair(got, tried, "recall, generation", "return two numbers: `return recall, generation`")
         values = (as_number(got[0], tried, "a recall"), as_number(got[1], tried, "a generation rate"))
         transformer, answerer, _ = models(seed, rate_limit_every=every)
         expected = run_setup(phrasings, form, mode, transformer, answerer, retriever_for(seed, K))[:2]
@@ -223,9 +221,8 @@ def check_expansion_gain(answer: Any) -> list[str]:
     for seed, k, reveal in GAIN_PROBES:
         tried = f"expansion_gain({seed}, {k})"
         got = call(measure, "expansion_gain", (seed, k), tried)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise Mismatch(tried, "a pair (gain on short requests, gain on long requests)", shown(got),
-                           "return two numbers: `return short_gain, long_gain`")
+        expect_pair(got, tried, "gain on short requests, gain on long requests",
+                    "return two numbers: `return short_gain, long_gain`")
         short, long = as_number(got[0], tried, "a recall difference"), as_number(got[1], tried, "a recall difference")
         expected = expansion_gains(seed, k)
         hints = [(lambda: expansion_gains(COURSE_SEED, k),

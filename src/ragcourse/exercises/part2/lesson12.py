@@ -17,8 +17,8 @@ from ...world.concepts import SECOND_EDITION
 from ...world.corpus import Query, World, build_world, paragraph_chunks
 from ...world.embedding import EmbeddingModel
 from ...world.llm import CallCounter, ChunkAnswerer, PairScorer
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate,
-                        expect_number, first_hint, require_function, shown)
+from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate, expect_number,
+                         expect_pair, first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, shuffled
 
 K = 3
@@ -198,9 +198,7 @@ def check_two_stage(answer: Any) -> list[str]:
     for seed, n, reveal in STAGE_PROBES:
         tried = f"two_stage({seed}, {n})"
         got = call(measure, "two_stage", (seed, n), tried)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise Mismatch(tried, "a pair (precision, calls)", shown(got),
-                           "return two numbers: `return precision, calls`")
+        expect_pair(got, tried, "precision, calls", "return two numbers: `return precision, calls`")
         precision = as_number(got[0], tried, "a precision")
         calls = as_number(got[1], tried, "a number of calls")
         row = pipeline_row(seed, n)

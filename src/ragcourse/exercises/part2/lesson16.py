@@ -19,7 +19,7 @@ from ...world.embedding import EmbeddingModel
 from ...world.table_source import CELL_SEPARATOR, Table, build_tables
 from ...world.text import tokenize
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
-                        first_hint, require_function, shown)
+                         expect_pair, first_hint, require_function, shown)
 from ..reference import DIM, OTHER_SEEDS
 
 K = 3
@@ -236,9 +236,7 @@ def check_row_header_at(answer: Any) -> list[str]:
     for seed, k, reveal in HEADER_PROBES:
         tried = f"row_header_at({seed}, {k})"
         got = call(measure, "row_header_at", (seed, k), tried)
-        if not isinstance(got, (tuple, list)) or len(got) != 2:
-            raise Mismatch(tried, "a pair (recall, tokens per request)", shown(got),
-                           "return two numbers: `return recall, tokens_per_request`")
+        expect_pair(got, tried, "recall, tokens per request", "return two numbers: `return recall, tokens_per_request`")
         values = (as_number(got[0], tried, "a recall"), as_number(got[1], tried, "a number of tokens"))
         expected = mode_measure(seed, "row + header", k)
         hints = [(lambda: (mode_measure(seed, "block", k)[0], mode_measure(seed, "block", k)[3]),

@@ -70,10 +70,20 @@ def sweeps(lesson_folder, tmp_path_factory) -> dict:
     started = time.perf_counter()
     in_process = run_main(["sweep", "--seeds", SEEDS, "--out", str(here), "--jobs", "2"], lesson_folder)
     middle = time.perf_counter()
+    environment = dict(os.environ)
     on_cluster = run_main(["sweep", "--seeds", SEEDS, "--out", str(there), "--scheduler", "local:2"], lesson_folder)
     print(f"in process {middle - started:.1f} s, local:2 {time.perf_counter() - middle:.1f} s")
     return {"here": (here, *in_process), "there": (there, *on_cluster),
-            "before": before, "after": tree_digest(lesson_folder)}
+            "before": before, "after": tree_digest(lesson_folder),
+            "environment": (environment, dict(os.environ))}
+
+
+def test_the_cluster_leaves_this_process_environment_as_it_found_it(sweeps):
+    # Dask's nannies set MALLOC_TRIM_THRESHOLD_ (and thread counts) in the process that starts them; every
+    # later child inherited it, and an embedded PostgreSQL started afterwards ran lab 04 15 times slower.
+    before, after = sweeps["environment"]
+    assert "MALLOC_TRIM_THRESHOLD_" not in after or "MALLOC_TRIM_THRESHOLD_" in before
+    assert after == before
 
 
 def table_of(printed: str) -> str:

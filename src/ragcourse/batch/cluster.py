@@ -34,6 +34,7 @@ sweep runs without them installed, and importing this module imports neither.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -317,6 +318,31 @@ def _notice(bar, text: str) -> None:
         print(text, file=sys.stderr)
 
 
+# What a nanny sets before it spawns its worker. Dask's default also sets MALLOC_TRIM_THRESHOLD_, and
+# sets all of them with ``os.environ.update`` in *this* process, where they outlive the cluster and reach
+# every later child: with MALLOC_TRIM_THRESHOLD_ set, glibc stops raising its mmap threshold, and an
+# embedded PostgreSQL started afterwards mapped and zeroed memory for each large allocation (lab 04's
+# full-text queries ran 15 times slower, 87 against 5-7 ms each). So the nannies get the thread
+# settings only, passed to the worker process itself, and this process's environment is put back.
+WORKER_ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+@contextlib.contextmanager
+def _environment_kept():
+    """Start nannies without touching this process's environment (see WORKER_ENVIRONMENT)."""
+    import dask
+
+    before = dict(os.environ)
+    try:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": {},
+                              "distributed.nanny.environ": dict(WORKER_ENVIRONMENT)}):
+            yield
+    finally:
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update(before)
+
+
 def open_cluster(spec: str, timeout: float | None = None) -> Cluster:
     """Connect to ``spec`` (from ``parse_scheduler``) or start ``local:N``; SchedulerError when it cannot.
 
@@ -331,10 +357,11 @@ def open_cluster(spec: str, timeout: float | None = None) -> Cluster:
         workers = int(spec[len(LOCAL):])
         local = None
         try:
-            local = distributed.LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None, silence_logs=logging.ERROR, preload=[__name__],
-                death_timeout=timeout)
+            with _environment_kept():
+                local = distributed.LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None, silence_logs=logging.ERROR, preload=[__name__],
+                    death_timeout=timeout)
             client = distributed.Client(local, timeout=timeout)
         except Exception as error:
             if local is not None:

@@ -72,19 +72,115 @@ __all__ = ["ALL_LESSONS", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "bl
 
 
 # Every text the labs embed is embedded once, before the first test that needs it (``python -m ragcourse
-# prepare``), so no test pays another's cold cost. ``make test`` runs the command itself and sets
-# RAGCOURSE_PREPARED; a plain ``pytest`` run that selects the labs runs it here. Under pytest-xdist the
-# workers do not (two would embed the same texts side by side): run ``prepare`` first, as make test does.
+# prepare``), so no test pays another's cold cost.
+#
+# - ``make test`` sets RAGCOURSE_PREPARE=background: the controlling process starts ``prepare`` beside the
+#   tests, the tests that need embeddings are moved to the end of the run, and each of them waits for it
+#   (the lessons, the unit tests, the exercises and the site need no embedding, and the suite alone keeps
+#   only about one of the two cores busy). Its log is summarised at the end of the run.
+# - RAGCOURSE_PREPARED=1: the cache is filled already (``make test-fast``, or ``prepare`` was run by hand).
+# - Otherwise a plain single-process ``pytest`` that selects the labs runs ``prepare`` before the first test;
+#   under pytest-xdist without RAGCOURSE_PREPARE=background the workers do not (two would embed the same
+#   texts side by side): run ``prepare`` first.
 NEEDS_EMBEDDINGS = ("notebooks/labs/", "test_lab_runs_in_jupyterlab", "tests/labs/test_dense_numbers.py",
                     "tests/cli/test_search_command.py", "tests/rag/")
+PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
+PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing
+
+
+def needs_embeddings(nodeid: str) -> bool:
+    """Whether the test reads the labs' embeddings (and so must run after ``prepare``)."""
+    return any(marker in nodeid for marker in NEEDS_EMBEDDINGS)
+
+
+def pytest_configure(config):
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    if os.environ.get("RAGCOURSE_PREPARE") != "background" or os.environ.get("RAGCOURSE_PREPARED") \
+            or hasattr(config, "workerinput"):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="ragcourse-prepare-"))
+    log, status = folder / "prepare.log", folder / "status"
+    script = ("import subprocess, sys; "
+              "code = subprocess.call([sys.executable, '-m', 'ragcourse', 'prepare'], "
+              "stdout=open(sys.argv[1], 'w'), stderr=subprocess.STDOUT); "
+              "open(sys.argv[2], 'w').write(str(code))")
+    environment = dict(os.environ, TQDM_DISABLE="1")
+    environment.pop("OMP_NUM_THREADS", None)   # the encoder sets its own thread count
+    config._ragcourse_prepare = subprocess.Popen([sys.executable, "-c", script, str(log), str(status)],
+                                                 env=environment)
+    os.environ[PREPARE_STATUS] = str(status)   # the xdist workers start after this and inherit it
+    config._ragcourse_prepare_log = log
+
+
+def pytest_collection_modifyitems(config, items):
+    import os
+
+    if os.environ.get(PREPARE_STATUS):   # what needs embeddings runs last, while the rest overlaps prepare
+        items.sort(key=lambda item: needs_embeddings(item.nodeid))
+
+
+class PrepareGate:
+    """Holds back each test that needs embeddings until the background ``prepare`` has finished."""
+
+    def __init__(self, status: Path):
+        self.status = status
+        self.ready = False
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        import time
+
+        if self.ready or not needs_embeddings(item.nodeid):
+            return
+        deadline = time.monotonic() + PREPARE_WAIT
+        while not self.status.exists():
+            if time.monotonic() > deadline:
+                pytest.fail(f"python -m ragcourse prepare did not finish within {PREPARE_WAIT // 60} minutes "
+                            f"(its log: {self.status.with_name('prepare.log')})")
+            time.sleep(1)
+        code = self.status.read_text().strip()
+        if code != "0":
+            pytest.fail(f"python -m ragcourse prepare failed with status {code}; "
+                        f"its log: {self.status.with_name('prepare.log')}")
+        self.ready = True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    import os
+
+    # Registered as a plugin (not a conftest hook) so that it also sees the notebooks' nbval items.
+    status = os.environ.get(PREPARE_STATUS)
+    if status and not session.config.pluginmanager.has_plugin("ragcourse-prepare-gate"):
+        session.config.pluginmanager.register(PrepareGate(Path(status)), "ragcourse-prepare-gate")
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    process = getattr(config, "_ragcourse_prepare", None)
+    if process is None:
+        return
+    if process.poll() is None:   # nothing selected needed it: do not leave it embedding
+        process.terminate()
+        process.wait()
+        terminalreporter.write_line("prepare: stopped (no selected test needed the embeddings)")
+        return
+    lines = config._ragcourse_prepare_log.read_text().strip().splitlines()
+    terminalreporter.write_sep("-", "python -m ragcourse prepare (ran beside the tests)")
+    for line in lines[-3:]:
+        terminalreporter.write_line(line)
 
 
 def pytest_collection_finish(session):
     import os
     import sys
 
-    if os.environ.get("RAGCOURSE_PREPARED") or hasattr(session.config, "workerinput") or not any(
-            any(marker in item.nodeid for marker in NEEDS_EMBEDDINGS) for item in session.items):
+    if os.environ.get("RAGCOURSE_PREPARED") or os.environ.get(PREPARE_STATUS) \
+            or hasattr(session.config, "workerinput") or not any(needs_embeddings(item.nodeid)
+                                                                for item in session.items):
         return
     from ragcourse.cli.main import main
 

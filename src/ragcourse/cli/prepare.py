@@ -5,8 +5,10 @@
 
 The plan comes from ``ragcourse.labs.embedding_plan`` with each lab's parameter values read
 from its notebook's parameters cell. The texts are embedded in one pass with one progress
-bar, in blocks whose order is fixed by each text's hash (so long and short texts are mixed
-and the bar's rate, measured on the first block, holds for the rest). Every vector goes to
+bar, longest first, in blocks of texts of about the same length: an encode batch is padded
+to its longest text, and sorting the whole plan by length once (rather than within each
+block) measured 25% faster here (46 against 58 texts/s on 2 cores). The time still expected
+is estimated in tokens, from the first block's rate. Every vector goes to
 the shared cache (``$RAGCOURSE_CACHE_DIR``), where the labs, the command line and the tests
 read it: after this step no lab or test embeds a planned text again.
 """
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     texts = distinct(groups)
     keys = {text: text_key(text) for text in texts}
     cached = encoder.cache.get(MODEL_NAME, encoder.revision, list(keys.values()))
-    missing = sorted((t for t in texts if keys[t] not in cached), key=keys.get)
+    missing = [t for t in texts if keys[t] not in cached]
     by_group = ", ".join(f"{name} {len(set(group))}" for name, group in groups.items())
     print(f"prepare: {len(texts)} distinct texts planned ({by_group}); {len(texts) - len(missing)} already in "
           f"the cache {encoder.cache.path}; {len(missing)} to embed (planned in "
@@ -52,15 +54,22 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     quiet = bool(os.environ.get("TQDM_DISABLE"))
     encoder.model   # load the model first, so the rate measured on the first block is the encoding rate
+    window = encoder.max_tokens
+    tokens = {t: min(n, window) for t, n in zip(missing, encoder.token_counts(missing))}
+    missing.sort(key=lambda t: (-tokens[t], keys[t]))   # longest first; ties in a fixed order
+    total_tokens = sum(tokens.values())
     bar = tqdm(total=len(missing), unit="text", desc=f"embedding on {encoder.threads} threads", disable=quiet)
     embed_started = time.perf_counter()
     for start in range(0, len(missing), BLOCK):
-        encoder.encode(missing[start:start + BLOCK], progress=False)
-        bar.update(min(BLOCK, len(missing) - start))
+        block = missing[start:start + BLOCK]
+        encoder.encode(block, progress=False)
+        bar.update(len(block))
         if start == 0 and len(missing) > BLOCK:
-            rate = BLOCK / (time.perf_counter() - embed_started)   # the first block's texts are a random sample
-            print(f"prepare: {rate:.1f} texts/s on this machine; expect about "
-                  f"{(len(missing) - BLOCK) / rate / 60:.1f} more minutes", file=out, flush=True)
+            # The first block holds the longest texts, so its rate per token over-estimates what is left a little.
+            rate = sum(tokens[t] for t in block) / (time.perf_counter() - embed_started)
+            left = total_tokens - sum(tokens[t] for t in block)
+            print(f"prepare: {rate:,.0f} tokens/s on this machine ({total_tokens:,} tokens in all); expect at most "
+                  f"about {left / rate / 60:.1f} more minutes", file=out, flush=True)
     bar.close()
     seconds = time.perf_counter() - embed_started
     print(f"prepare: embedded {len(missing)} texts in {seconds:.0f} s ({len(missing) / seconds:.1f} texts/s); "

@@ -83,7 +83,7 @@ __all__ = ["ALL_LESSONS", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "bl
 #   under pytest-xdist without RAGCOURSE_PREPARE=background the workers do not (two would embed the same
 #   texts side by side): run ``prepare`` first.
 NEEDS_EMBEDDINGS = ("notebooks/labs/", "test_lab_runs_in_jupyterlab", "tests/labs/test_dense_numbers.py",
-                    "tests/cli/test_search_command.py", "tests/rag/")
+                    "tests/cli/test_search_command.py")   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing
 

@@ -9,8 +9,8 @@ from ragcourse.corpus.apidocs import LEFT_OUT_SECTIONS, export_markdown, load_co
 # If the pinned numpy (or the way we read it) changes, these change: update them on purpose,
 # together with every lab's stored outputs, never to make a failing test pass.
 NUMPY_VERSION = "2.4.6"
-DOCUMENTS = 527
-FINGERPRINT = "c66e28227957406091c7407edf1056ece9733f88724aceb394155621d7c4b2bd"
+DOCUMENTS = 686
+FINGERPRINT = "eb32cd4c77d6aef56b1375544f99e9c01443a5664d064e6c6e6b013f97009e0c"
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +92,25 @@ def test_markdown_export_writes_one_file_per_document_and_refuses_a_full_folder(
         export_markdown(corpus, target)
     assert len(list(target.iterdir())) == DOCUMENTS
     assert [p.name for p in tmp_path.iterdir()] == ["pages"]   # no staging folder left behind
+
+
+def test_the_modules_real_questions_need_are_in_by_their_rules(corpus):
+    ids = corpus.by_id
+    for needed in ("numpy.lib.stride_tricks.sliding_window_view", "numpy.lib.stride_tricks.as_strided",
+                   "numpy.testing.assert_allclose", "numpy.testing.assert_array_equal",
+                   "numpy.polynomial.polynomial.polyfit", "numpy.polynomial.polynomial.Polynomial",
+                   "numpy.strings.upper", "numpy.ma.masked_where", "numpy.ndarray.item", "numpy.ndarray.tolist"):
+        assert needed in ids, needed
+    by_module = {}
+    for document in corpus.documents:
+        by_module.setdefault(document.doc_id.rsplit(".", 1)[0], []).append(document.doc_id.rsplit(".", 1)[1])
+    # numpy.testing: its assertions only, not the test-runner helpers
+    assert all(name.startswith("assert") for name in by_module["numpy.testing"])
+    # numpy.ma and ndarray's methods: only what has no top-level namesake (the rest repeat a top-level page)
+    for module in ("numpy.ma", "numpy.ndarray"):
+        assert by_module[module] and not [name for name in by_module[module] if hasattr(numpy, name)], module
+    assert "numpy.ndarray.sum" not in ids and "numpy.ma.concatenate" not in ids
+    # numpy.char repeats numpy.strings; the other polynomial families repeat the power series
+    assert not [d for d in ids if d.startswith(("numpy.char.", "numpy.polynomial.chebyshev."))]
+    assert corpus.by_id["numpy.ndarray.item"].kind == "method"
+

@@ -17,13 +17,23 @@ from ragcourse.corpus.queries import (REAL_SPLITS, Coverage, answerable_in, cove
 DATA = json.loads(resources.files("ragcourse.corpus").joinpath("data", "real_questions.json").read_text("utf-8"))
 ROWS = DATA["questions"]
 
-# Coverage by today's corpus (527 pages: numpy, linalg, fft, random). When the corpus grows to
-# hold what real questions name, these change: update them on purpose and report before/after.
-COVERED = {"all": (148, 155), "dev": (44, 46), "test": (104, 109)}
-# Answers may name objects outside the corpus's modules; nothing else may lack a page.
-OUTSIDE_PREFIXES = ("numpy.ndarray.", "numpy.lib.", "numpy.polynomial.", "numpy.char.", "numpy.strings.",
-                    "numpy.ma.", "numpy.testing.", "numpy.poly1d.")
+# Coverage by today's corpus (686 pages). Before the corpus took in what real questions name
+# (stride_tricks, testing, the power series, strings, ma's own functions, ndarray's own methods),
+# 527 pages covered 148 of 155 (dev 44 of 46, test 104 of 109). Update on purpose, and report.
+COVERED = {"all": (155, 155), "dev": (46, 46), "test": (109, 109)}
+# Answers may name objects the corpus leaves out by its rules (see corpus.apidocs); nothing else may lack a page.
+OUTSIDE_PREFIXES = ("numpy.char.", "numpy.lib.recfunctions.", "numpy.poly1d.", "numpy.polynomial.polynomial.Polynomial.")
 OUTSIDE_NAMES = {"numpy.newaxis", "numpy.c_"}   # constants and index helpers get no page
+
+
+def left_out_by_rule(name: str) -> bool:
+    """Whether the corpus's rules give ``name`` no page of its own."""
+    import numpy
+
+    module, _, last = name.rpartition(".")
+    if module in ("numpy.ma", "numpy.ndarray"):   # a top-level namesake's page stands for it
+        return hasattr(numpy, last)
+    return name.startswith(OUTSIDE_PREFIXES) or name in OUTSIDE_NAMES
 
 
 def numpy_object(name: str):
@@ -118,7 +128,7 @@ def test_ids_without_a_page_are_only_those_outside_the_corpus_modules(corpus):
     for row in ROWS:
         for name in row["relevant"]:
             if not pages_for([name], corpus):
-                assert name.startswith(OUTSIDE_PREFIXES) or name in OUTSIDE_NAMES, (row["qid"], name)
+                assert left_out_by_rule(name), (row["qid"], name)
 
 
 def test_covered_rows_name_pages_that_exist(corpus):

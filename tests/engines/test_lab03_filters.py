@@ -61,8 +61,10 @@ def test_no_result_holds_a_page_its_user_may_not_see(user, question, method, dep
     assert all(hit.doc_id in visible for hit in hits)
     assert len({h.doc_id for h in hits}) == len(hits)
     if depth is None:
-        # Inside the search, every visible page is still ranked: the filter only removes.
-        assert {h.doc_id for h in hits} == set(visible)
+        # Inside the search, every visible page is still ranked (BM25: every visible page it matched):
+        # the filter only removes.
+        matched = {CHUNKS[n].doc_id for n in SEARCH.bm25.matched_ranking(question)}
+        assert {h.doc_id for h in hits} == (set(visible) & matched if method == "bm25" else set(visible))
     assert all(p in visible for p in late_filter([h.doc_id for h in SEARCH.pages(question, method)], visible, 5))
 
 
@@ -85,3 +87,30 @@ def test_permissions_facets_and_late_filter():
 def test_bad_method_names_the_parameter():
     with pytest.raises(ValueError, match="method"):
         SEARCH.pages("array", "lexical")
+
+
+# ---------------------------------------------------------------- fusion of what was matched
+
+def test_bm25_ranks_only_the_chunks_it_matched():
+    matched = SEARCH.bm25.matched_ranking("inverse")
+    scores = SEARCH.bm25.index.scores("inverse")
+    assert matched and all(scores[n] > 0 for n in matched)
+    assert sorted(matched) == [n for n in range(len(CHUNKS)) if scores[n] > 0]
+    assert SEARCH.bm25.matched_ranking("zzz") == []   # a question sharing no term matches nothing
+
+
+def test_rrf_gives_an_unmatched_chunk_only_its_dense_term():
+    from ragcourse.engines.retrievers import HybridRetriever
+    from ragcourse.labs.practice import rrf
+
+    question = "inverse"
+    matched = SEARCH.bm25.matched_ranking(question)
+    dense = SEARCH.dense.full_ranking(question)
+    unmatched = [n for n in dense if n not in matched]
+    assert unmatched   # the fixture has chunks without the word
+    fused = dict(rrf([matched, dense], 60))
+    for n in unmatched:   # 1 / (60 + dense rank) and nothing for a BM25 rank it does not have
+        assert fused[n] == 1.0 / (60 + dense.index(n) + 1)
+    hybrid = HybridRetriever(SEARCH.bm25, SEARCH.dense, constant=60)
+    pages = [hit.doc_id for hit in hybrid.search(question)]
+    assert pages == [hit.doc_id for hit in SEARCH.pages(question, "hybrid", constant=60)]

@@ -11,8 +11,16 @@ What is in it, and what is left out on purpose:
   The legacy module-level functions (``numpy.random.normal`` and fifty more) are bound
   methods of one hidden ``RandomState`` and repeat ``Generator``'s pages almost word for
   word; they would only add near-duplicates that compete for the same questions.
-- Constants, modules and index helpers (``pi``, ``r_``, ``newaxis``) have no page of their
-  own; ``numpy.ma``, ``numpy.char`` and ``numpy.polynomial`` mostly copy top-level pages.
+- What real questions ask for beyond those (see ``queries.real_questions``):
+  ``numpy.lib.stride_tricks`` (``sliding_window_view``, ``as_strided``); the ``assert_*``
+  functions of ``numpy.testing`` (not its test-runner helpers); the power-series module
+  ``numpy.polynomial.polynomial`` (``polyfit``, ``Polynomial``; the other five families
+  repeat its pages with other bases); ``numpy.strings``; the functions of ``numpy.ma`` that
+  have no top-level namesake (``masked_where``, ``filled``: the others repeat a top-level
+  page for masked input); and the methods of ``ndarray`` that have no top-level function of
+  the same name (``item``, ``tolist``, ``view``: ``a.sum`` and the rest point to ``numpy.sum``).
+  ``numpy.char`` is left out: the legacy twin of ``numpy.strings``, its pages repeat them.
+- Constants, modules and index helpers (``pi``, ``r_``, ``newaxis``) have no page of their own.
 - The ``Examples`` and ``References`` sections are not indexed: doctest code and citations
   (they would also double the text to embed). Every other section is.
 
@@ -34,7 +42,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, Sequence
 
-MODULES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random")
+MODULES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "numpy.lib.stride_tricks", "numpy.testing",
+           "numpy.polynomial.polynomial", "numpy.strings", "numpy.ma")
 INDEXED_SECTIONS = ("Extended Summary", "Parameters", "Returns", "Yields", "Receives", "Other Parameters",
                     "Raises", "Warns", "Warnings", "Attributes", "Methods", "See Also", "Notes")
 LEFT_OUT_SECTIONS = ("Examples", "References")
@@ -130,11 +139,24 @@ def _kind(obj: object) -> str | None:
     return None
 
 
+def _module_names(module_name: str, module) -> list[str]:
+    """The public names of a module that may get a page (see the module docstring for the rules)."""
+    if module_name in ("numpy", "numpy.linalg", "numpy.fft", "numpy.random"):
+        return sorted(n for n in dir(module) if not n.startswith("_"))
+    names = sorted(getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")])
+    if module_name == "numpy.testing":
+        return [n for n in names if n.startswith("assert")]
+    if module_name == "numpy.ma":
+        top = importlib.import_module("numpy")
+        return [n for n in names if not hasattr(top, n)]
+    return names
+
+
 def _public_objects() -> Iterator[tuple[str, object, str]]:
     """(public name, object, kind) for every object that gets a page, in module order."""
     for module_name in MODULES:
         module = importlib.import_module(module_name)
-        names = sorted(n for n in dir(module) if not n.startswith("_"))
+        names = _module_names(module_name, module)
         own_name_first = sorted(names, key=lambda n: n != getattr(getattr(module, n), "__name__", None))
         for name in own_name_first:
             obj = getattr(module, name)
@@ -149,6 +171,11 @@ def _public_objects() -> Iterator[tuple[str, object, str]]:
         method = getattr(generator, name)
         if callable(method) and method.__doc__:
             yield f"numpy.random.Generator.{name}", method, "method"
+    numpy = importlib.import_module("numpy")
+    for name in sorted(n for n in dir(numpy.ndarray) if not n.startswith("_") and not hasattr(numpy, n)):
+        method = getattr(numpy.ndarray, name)
+        if callable(method) and method.__doc__:
+            yield f"numpy.ndarray.{name}", method, "method"
 
 
 def _join_lines(lines: Sequence[str]) -> str:

@@ -12,9 +12,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..corpus.queries import Question
-from ..retrieval.fusion import fused_scores
+from ..retrieval.fusion import fuse_partial
 from ..retrieval.metrics import measure  # noqa: F401  (labs 01-03 import it from here)
-from ..retrieval.ranking import rank_by_score
 from .bm25 import Bm25Index
 from .chunkers import TextChunk
 from .dense import DenseEncoder, dense_ranking
@@ -69,10 +68,15 @@ class Bm25Retriever:
     def search(self, text: str) -> list[DocumentHit]:
         return collapse((self.chunks[n], s) for n, s in self.index.search(text))
 
-    def full_ranking(self, text: str) -> list[int]:
-        """Every chunk number, best BM25 score first, ties (zeros included) by number."""
+    def matched_ranking(self, text: str) -> list[int]:
+        """The chunks the question matched (BM25 score above zero), best first, ties by number.
+
+        A chunk that shares no term with the question has no BM25 rank: it takes no part in a
+        fusion (ranking such chunks in chunk order would hand them reciprocal-rank credit).
+        """
         scores = np.asarray(self.index.scores(text))
-        return np.argsort(-scores, kind="stable").tolist()
+        order = np.argsort(-scores, kind="stable")
+        return order[scores[order] > 0].tolist()
 
 
 class TfidfRetriever:
@@ -127,9 +131,9 @@ class HybridRetriever:
         self.chunks = bm25.chunks
 
     def search(self, text: str) -> list[DocumentHit]:
-        rankings = [self.bm25.full_ranking(text), self.dense.full_ranking(text)]
-        scores = fused_scores(rankings, self.constant, first_position=1)
-        return collapse((self.chunks[n], scores[n]) for n in rank_by_score(scores))
+        """RRF of the chunks BM25 matched and every chunk by dense similarity (an unmatched chunk gets dense's term only)."""
+        rankings = [self.bm25.matched_ranking(text), self.dense.full_ranking(text)]
+        return collapse((self.chunks[n], score) for n, score in fuse_partial(rankings, self.constant, first_position=1))
 
 
 def run_questions(retriever, questions: Sequence[Question]) -> dict[str, list[str]]:

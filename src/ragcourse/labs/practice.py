@@ -165,9 +165,9 @@ class ChunkSearch:
         self._rankings: dict[str, tuple[list[int], list[int]]] = {}
 
     def rankings(self, text: str) -> tuple[list[int], list[int]]:
-        """(BM25, dense) full chunk rankings of a question, computed once."""
+        """(BM25's matched chunks, dense's full ranking) of a question, computed once."""
         if text not in self._rankings:
-            self._rankings[text] = (self.bm25.full_ranking(text), self.dense.full_ranking(text))
+            self._rankings[text] = (self.bm25.matched_ranking(text), self.dense.full_ranking(text))
         return self._rankings[text]
 
     def pages(self, text: str, method: str = "hybrid", allowed: Collection[str] | None = None,

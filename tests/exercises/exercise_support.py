@@ -9,8 +9,8 @@ import json
 from collections import Counter
 from functools import lru_cache
 
-from ragcourse.exercises.framework import FAILED, load_set
-from ragcourse.exercises.notebooks import MASTERS_DIR, STUDENT_DIR
+from ragcourse.exercises.framework import FAILED, is_lab_set, load_set
+from ragcourse.exercises.notebooks import master_path, student_path
 
 
 def code_cells(path) -> list[str]:
@@ -21,12 +21,17 @@ def code_cells(path) -> list[str]:
 @lru_cache(maxsize=None)
 def namespace(folder: str, name: str) -> dict:
     """What the notebook's cells define, check cells left out (``masters`` or ``students``)."""
-    path = (MASTERS_DIR if folder == "masters" else STUDENT_DIR) / f"{name}.ipynb"
+    path = master_path(name) if folder == "masters" else student_path(name)
     names: dict = {}
     for source in code_cells(path):
         if "exercises.check(" not in source:
             exec(compile(source, f"{path.name}", "exec"), names)
     return names
+
+
+def short(name: str) -> str:
+    """A set's name as a test id: ``01`` for a lesson's, ``lab01`` for a lab's."""
+    return name[:5] if is_lab_set(name) else name[:2]
 
 
 def answers(folder: str, name: str, key: str) -> list:
@@ -37,7 +42,7 @@ def answers(folder: str, name: str, key: str) -> list:
 def solution_lines(name: str) -> list[str]:
     """The lines between the solution markers of a master: what no message may show."""
     lines, inside = [], False
-    for source in code_cells(MASTERS_DIR / f"{name}.ipynb"):
+    for source in code_cells(master_path(name)):
         for line in source.split("\n"):
             if "# BEGIN SOLUTION" in line:
                 inside = True

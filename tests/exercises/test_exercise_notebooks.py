@@ -16,11 +16,13 @@ import nbformat
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
-from ragcourse.exercises.framework import EXERCISE_SETS, load_set
-from ragcourse.exercises.notebooks import (MASTER_ONLY_TAG, MASTERS_DIR, STUDENT_DIR, MasterError, describe_notebook,
-                                           master_notebooks, sources, student_path, student_source, student_version)
+from ragcourse.exercises.framework import EXERCISE_SETS, is_lab_set, load_set
+from ragcourse.exercises.notebooks import (LABS_FOLDER, MASTER_ONLY_TAG, MASTERS_DIR, STUDENT_DIR, MasterError,
+                                           describe_notebook, master_notebooks, master_path, sources, student_path,
+                                           student_source, student_version)
 
 SETS = list(EXERCISE_SETS)
+LESSON_SETS = [name for name in SETS if not is_lab_set(name)]   # lab sets: tests/exercises/test_lab_exercises.py
 SEEDS_DIR = PROJECT_ROOT.parent / "shared" / "seeds"
 TIMING_KEYS = ("papermill", "execution", "ExecuteTime")
 
@@ -31,8 +33,11 @@ def load(path: Path):
 
 def test_one_master_and_one_student_version_per_lesson_with_exercises():
     lessons = lesson_notebooks()
-    assert list(master_notebooks()) == SETS == [lessons[n].stem for n in range(1, len(SETS) + 1)]
-    assert sorted(p.name for p in STUDENT_DIR.glob("*.ipynb")) == [f"{name}.ipynb" for name in SETS]
+    assert list(master_notebooks()) == SETS
+    assert LESSON_SETS == [lessons[n].stem for n in range(1, len(LESSON_SETS) + 1)]
+    assert sorted(p.name for p in STUDENT_DIR.glob("*.ipynb")) == [f"{name}.ipynb" for name in LESSON_SETS]
+    labs = [name for name in SETS if is_lab_set(name)]
+    assert sorted(p.name for p in (STUDENT_DIR / LABS_FOLDER).glob("*.ipynb")) == [f"{name}.ipynb" for name in labs]
     assert not list(NOTEBOOKS_DIR.rglob("*master*")), "masters never sit under notebooks/"
     assert MASTERS_DIR.parent.parent == PROJECT_ROOT
 
@@ -40,7 +45,7 @@ def test_one_master_and_one_student_version_per_lesson_with_exercises():
 @pytest.mark.parametrize("name", SETS)
 def test_the_committed_student_version_is_current(name):
     """``make exercises`` would write the same cells and metadata (outputs: nbval and the test below)."""
-    expected = student_version(load(MASTERS_DIR / f"{name}.ipynb"))
+    expected = student_version(load(master_path(name)))
     committed = load(student_path(name))
     assert sources(committed) == sources(expected), f"{name} is stale: run `make exercises`"
     assert committed.metadata == expected.metadata, f"{name}'s metadata is stale: run `make exercises`"
@@ -48,7 +53,7 @@ def test_the_committed_student_version_is_current(name):
 
 @pytest.mark.parametrize("name", SETS)
 def test_a_master_matches_its_exercise_set(name):
-    master = load(MASTERS_DIR / f"{name}.ipynb")
+    master = load(master_path(name))
     code = "\n".join(c.source for c in master.cells if c.cell_type == "code")
     for question in load_set(name).questions:
         assert f'exercises.check("{question.key}", {", ".join(question.names)})' in code
@@ -56,7 +61,7 @@ def test_a_master_matches_its_exercise_set(name):
         "masters are stored without outputs"
 
 
-@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("name", LESSON_SETS)
 def test_student_version_hygiene(name):
     """The lessons' rules: title, one imports cell, literal parameters with SEED, validation, a clean run."""
     nb = json.loads(student_path(name).read_text())
@@ -108,7 +113,8 @@ def test_no_twelve_word_run_of_any_seed():
         for paragraph in re.split(r"\n\s*\n", re.sub(r"```.*?```", " ", seed.read_text(), flags=re.S)):
             w = words(paragraph)
             grams.update(tuple(w[i:i + 12]) for i in range(len(w) - 11))
-    for path in [*MASTERS_DIR.glob("*.ipynb"), *STUDENT_DIR.glob("*.ipynb")]:
+    for path in [*MASTERS_DIR.glob("*.ipynb"), *STUDENT_DIR.glob("*.ipynb"),
+                 *(MASTERS_DIR / LABS_FOLDER).glob("*.ipynb"), *(STUDENT_DIR / LABS_FOLDER).glob("*.ipynb")]:
         nb = load(path)
         w = words(" ".join(c.source for c in nb.cells))
         copied = [" ".join(w[i:i + 12]) for i in range(len(w) - 11) if tuple(w[i:i + 12]) in grams]
@@ -159,6 +165,8 @@ def test_master_only_cells_are_left_out_and_metadata_set():
     ("# Lesson 07 · x", {}, None),
     ("# Lab 02 · x", {}, None),
     ("# Exercises 19 · x", {}, None),
+    ("# Lab exercises 02 · x", {}, "lab02-evaluation-chunks-and-dense"),
+    ("# Lab exercises 03 · x", {}, None),
     ("# Anything", {"ragcourse": {"exercise_set": "19-no-such-lesson"}}, None),
     ("# Anything", {"ragcourse": {"exercise_set": "05-metadata-filtering", "version": "student"}},
      "05-metadata-filtering"),
@@ -170,4 +178,4 @@ def test_describe_notebook(title, metadata, expected):
     name, what = describe_notebook(nb)
     assert name == expected, what
     if expected is None:
-        assert any(word in what for word in ("lesson 07", "lab 02", "no exercise set"))
+        assert any(word in what for word in ("lesson 07", "lab 02", "lab 03", "no exercise set"))

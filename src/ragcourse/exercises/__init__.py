@@ -3,6 +3,7 @@
 * ``framework``: questions, verdicts ("passed", "not passed yet", "not done yet") and their wording;
 * ``reference``: the package's reference world and measurements, cached per seed, that checks compare with;
 * ``part1.lesson01`` ... ``part1.lesson06``, ``part2.lesson07`` ... ``part2.lesson16``: each lesson's exercise set;
+* ``labs.lab01``, ``labs.lab02``, ``labs.lab04``: the exercise sets of the Part 3 labs, on real text;
 * ``notebooks``: masters and student versions, and making one from the other;
 * ``execute``: running a notebook in a fresh kernel with a time limit;
 * ``build``: ``make exercises`` (student versions regenerated and executed);

@@ -2,9 +2,10 @@
 
     python -m ragcourse.exercises.build [NAME ...]
 
-For each master in ``exercises/masters/`` (or the sets named), the student version is made
-(``notebooks.student_version``), executed top to bottom in a fresh kernel of this Python
-with the notebook's folder as working directory, and written to ``notebooks/exercises/``
+For each master in ``exercises/masters/`` and ``exercises/masters/labs/`` (or the sets named),
+the student version is made (``notebooks.student_version``), executed top to bottom in a fresh
+kernel of this Python with the notebook's folder as working directory, and written to
+``notebooks/exercises/`` (a lab's to ``notebooks/exercises/labs/``)
 with its outputs (every check reads "not done yet") and execution counts 1..n, no timing
 metadata. A cell that raises stops the build with exit status 1: a student version must run
 top to bottom. Exit status 2 for an unknown set name.
@@ -57,12 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no master for {', '.join(unknown)} in {MASTERS_DIR}; there are {', '.join(masters)}")
     for name in args.names or list(masters):
+        target = student_path(name)
         try:
-            nb = build_student(masters[name])
+            nb = build_student(masters[name], target.parent)
         except BuildError as error:
             print(f"{parser.prog}: {error}", file=sys.stderr)
             return 1
-        target = student_path(name)
         nbformat.write(nb, target)
         print(f"wrote {target.relative_to(STUDENT_DIR.parents[1])}")
     return 0

@@ -54,11 +54,26 @@ EXERCISE_SETS = {
     "14-retrieval-and-generation-quality": "ragcourse.exercises.part2.lesson14",
     "15-retrieval-and-fine-tuning": "ragcourse.exercises.part2.lesson15",
     "16-tables-and-images": "ragcourse.exercises.part2.lesson16",
+    "lab01-lexical-baseline": "ragcourse.exercises.labs.lab01",
+    "lab02-evaluation-chunks-and-dense": "ragcourse.exercises.labs.lab02",
+    "lab04-postgres-baseline": "ragcourse.exercises.labs.lab04",
 }
+LAB_PREFIX = "lab"  # a lab's exercise set is named labNN-name; a lesson's NN-name
+
+
+def is_lab_set(name: str) -> bool:
+    """Whether ``name`` is a lab's exercise set (``lab01-lexical-baseline``) rather than a lesson's."""
+    return name.startswith(LAB_PREFIX) and name[len(LAB_PREFIX):len(LAB_PREFIX) + 2].isdigit()
+
+
+def set_number(name: str) -> int:
+    """The lesson's or the lab's number of an exercise set (``01-...`` and ``lab01-...`` are both 1)."""
+    return int(name[len(LAB_PREFIX):len(LAB_PREFIX) + 2] if is_lab_set(name) else name[:2])
 
 __all__ = ["COURSE_SEED", "EXERCISE_SETS", "ExerciseSet", "Failed", "Mismatch", "NotDone", "Question", "Verdict",
            "as_number", "call", "check_choice", "check_estimate", "expect_equal", "expect_number", "expect_pair",
-           "first_hint", "grade_in_kernel", "is_placeholder", "likely_hint", "load_set", "require_function", "shown"]
+           "first_hint", "grade_in_kernel", "is_lab_set", "is_placeholder", "likely_hint", "load_set", "require_function",
+           "set_number", "shown"]
 
 
 class NotDone(Exception):
@@ -148,12 +163,16 @@ class Question:
 class ExerciseSet:
     """A lesson's questions, checked one at a time in a notebook or all at once by the grader."""
 
-    def __init__(self, name: str, title: str, questions: Sequence[Question]):
+    def __init__(self, name: str, title: str, questions: Sequence[Question], seconds: float | None = None):
         keys = [q.key for q in questions]
         if len(set(keys)) != len(keys):
             raise ValueError(f"question keys must be unique; got {keys}")
         self.name = name
-        self.lesson = int(name[:2])
+        self.lesson = set_number(name)   # the lesson's number, or the lab's for a lab set (see ``is_lab``)
+        self.is_lab = is_lab_set(name)
+        # The least time a cold run needs (a lab embeds texts or starts a database): the grader
+        # gives a notebook of this set at least this long, whatever --timeout says.
+        self.seconds = seconds
         self.title = title
         self.questions = tuple(questions)
 
@@ -201,12 +220,14 @@ class ExerciseSet:
 
     def check(self, key: str, *answers: Any) -> None:
         """Print the verdict on one question (what a check cell of a notebook does)."""
-        with _time_limit(NOTEBOOK_CHECK_SECONDS, key):
+        with _time_limit(max(NOTEBOOK_CHECK_SECONDS, self.seconds or 0), key):
             verdict = self.verdict(key, *answers)
         print(verdict.text())
 
     def grade(self, namespace: Mapping[str, Any], seconds: float | None = CHECK_SECONDS) -> list[Verdict]:
         """Every question's verdict, reading its answers by name from a notebook's ``namespace``."""
+        if seconds and self.seconds:
+            seconds = max(seconds, self.seconds)
         verdicts = []
         for question in self.questions:
             missing = [name for name in question.names if name not in namespace]

@@ -6,7 +6,9 @@ limit, and then graded inside that kernel: every question's check runs against t
 notebook defined, exactly as the check cells do. A submission that is not a notebook, a
 notebook of another lesson, or one that runs out of time is reported as such and the rest
 are graded; one whose cells raise is graded on what ran and the error is reported.
-``--solutions`` grades the masters, which must pass every question.
+``--solutions`` grades the masters (the lessons' and the labs'), which must pass every question.
+A lab's set may name the least time its cold run needs (``ExerciseSet.seconds``: it embeds
+texts or starts a database); its notebooks get that long when ``--timeout`` is shorter.
 
 Printed: per notebook and question, passed or not and the points. ``--csv FILE`` writes one
 row per notebook and question with the columns ``notebook,question,points,max_points,passed``
@@ -184,7 +186,11 @@ async def grade_file_async(path: Path, seconds: float = DEFAULT_TIMEOUT) -> Grad
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    checks = len(load_set(name).questions)   # each check may take up to `seconds`; the whole run a little more
+    exercise_set = load_set(name)
+    if exercise_set.seconds and exercise_set.seconds > seconds:   # a lab's cold run needs at least this long
+        graded.notes.append(f"time limit raised to {exercise_set.seconds:g} s, what a cold run of {name} needs")
+        seconds = exercise_set.seconds
+    checks = len(exercise_set.questions)   # each check may take up to `seconds`; the whole run a little more
     run = await run_notebook_async(nb, path.resolve().parent, seconds, allow_errors=True,
                                    extra_code=grading_code(name, seconds), extra_seconds=seconds * checks + 30)
     graded.seconds = run.seconds

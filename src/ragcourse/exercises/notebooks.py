@@ -2,7 +2,9 @@
 
 A **master** (``exercises/masters/NN-name.ipynb``, outside ``notebooks/`` so it is never
 mistaken for student material) holds the exercises, their solutions and their checks. The
-**student version** (``notebooks/exercises/NN-name.ipynb``) is made from it by three rules:
+**student version** (``notebooks/exercises/NN-name.ipynb``) is made from it by three rules.
+A lab's set lives one folder down on both sides: ``exercises/masters/labs/labNN-name.ipynb``
+becomes ``notebooks/exercises/labs/labNN-name.ipynb``. The rules:
 
 * a code line ending in ``# SOLUTION`` of the form ``NAME = value  # SOLUTION`` becomes ``NAME = ...``;
 * the lines from ``# BEGIN SOLUTION`` to ``# END SOLUTION`` become one ``...`` at the marker's
@@ -20,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .framework import EXERCISE_SETS
+from .framework import EXERCISE_SETS, is_lab_set, set_number
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 MASTERS_DIR = PROJECT_ROOT / "exercises" / "masters"
@@ -39,14 +41,24 @@ class MasterError(ValueError):
     """A master notebook that cannot be turned into a student version."""
 
 
+LABS_FOLDER = "labs"   # the labs' masters and student versions sit in a folder of this name
+
+
 def master_notebooks(folder: Path = MASTERS_DIR) -> dict[str, Path]:
-    """Exercise set name -> master path, for every ``NN-name.ipynb`` in ``folder`` that names a known set."""
-    return {path.stem: path for path in sorted(folder.glob("[0-9][0-9]-*.ipynb")) if path.stem in EXERCISE_SETS}
+    """Exercise set name -> master path: every ``NN-name.ipynb`` in ``folder``, then every
+    ``labNN-name.ipynb`` in its ``labs`` folder, that names a known set (lessons first, then labs)."""
+    found = [*sorted(folder.glob("[0-9][0-9]-*.ipynb")), *sorted((folder / LABS_FOLDER).glob("lab[0-9][0-9]-*.ipynb"))]
+    return {path.stem: path for path in found if path.stem in EXERCISE_SETS}
+
+
+def master_path(name: str, folder: Path = MASTERS_DIR) -> Path:
+    """Where the master of exercise set ``name`` is kept (a lab's in the ``labs`` folder)."""
+    return (folder / LABS_FOLDER if is_lab_set(name) else folder) / f"{name}.ipynb"
 
 
 def student_path(name: str, folder: Path = STUDENT_DIR) -> Path:
-    """Where the student version of exercise set ``name`` is committed."""
-    return folder / f"{name}.ipynb"
+    """Where the student version of exercise set ``name`` is committed (a lab's in the ``labs`` folder)."""
+    return (folder / LABS_FOLDER if is_lab_set(name) else folder) / f"{name}.ipynb"
 
 
 def exercise_metadata(nb: Any) -> dict[str, Any]:
@@ -137,12 +149,14 @@ def describe_notebook(nb: Any) -> tuple[str | None, str]:
     title = next((_source(c).strip().split("\n")[0] for c in cells if c.get("cell_type") == "markdown"), "")
     if isinstance(name, str) and name:
         return None, f"the exercises of {name}, for which this course has no exercise set"
-    lesson = re.match(r"#\s*(Lesson|Lab|Exercises)\s+(\d+)", title)
-    if lesson and lesson.group(1) == "Exercises":
-        known = [n for n in EXERCISE_SETS if int(n[:2]) == int(lesson.group(2))]
+    lesson = re.match(r"#\s*(Lesson|Lab exercises|Lab|Exercises)\s+(\d+)", title)
+    if lesson and lesson.group(1) in ("Exercises", "Lab exercises"):
+        lab = lesson.group(1) == "Lab exercises"
+        known = [n for n in EXERCISE_SETS if is_lab_set(n) == lab and set_number(n) == int(lesson.group(2))]
         if known:
             return known[0], f"exercise set {known[0]} (recognised by its title; its metadata is missing)"
-        return None, f"exercises of lesson {int(lesson.group(2)):02d}, for which this course has no exercise set"
+        return None, (f"exercises of {'lab' if lab else 'lesson'} {int(lesson.group(2)):02d}, for which this course"
+                      " has no exercise set")
     if lesson:
         kind = "lesson" if lesson.group(1) == "Lesson" else "Part 3 lab"
         return None, f"{kind} {int(lesson.group(2)):02d}'s notebook, not an exercise notebook"

@@ -32,3 +32,38 @@ def test_no_shared_token_means_no_result():
 
 def test_tag_index_lists_sorted_ids_per_key():
     assert tag_index([("x", ["sort", "array"]), ("a", ["sort"])]) == {"array": ["x"], "sort": ["a", "x"]}
+
+
+# ---------------------------------------------------------------- the strong lexical setting (lab 01)
+
+def test_a_stop_list_that_keeps_names_keeps_every_corpus_object_name():
+    from ragcourse.corpus.apidocs import load_corpus
+    from ragcourse.engines.lexical import SHORT_STOPWORDS, STOPWORDS, TOKEN, Analyzer, name_tokens
+
+    corpus = load_corpus()
+    names = [name for d in corpus.documents for name in (d.doc_id, *d.aliases)]
+    kept = name_tokens(names)
+    assert {"where", "all", "any", "empty", "take", "put", "less", "full", "around"} <= kept & STOPWORDS
+    for stopwords in (STOPWORDS, SHORT_STOPWORDS):
+        for stemming in (False, True):
+            analyze = Analyzer(stopwords, keep=kept, stemming=stemming)
+            for name in names:   # every one-word name survives (stemmed or not)
+                last = name.rsplit(".", 1)[-1]
+                if len(TOKEN.findall(last.lower())) == 1:
+                    assert len(analyze(last)) == 1, (name, analyze)
+    assert "and" not in kept and "and" in STOPWORDS   # logical_and does not make "and" a name
+    assert "down" in STOPWORDS and "down" not in SHORT_STOPWORDS   # "turn a matrix upside down"
+    assert Analyzer()("where is it") == []            # scikit-learn's list alone drops both words
+
+
+def test_stemming_is_applied_to_chunks_and_questions_alike():
+    from ragcourse.engines.bm25 import Bm25Index
+    from ragcourse.engines.lexical import SHORT_STOPWORDS, Analyzer
+
+    texts = ["Sort an array along an axis.", "Sorting arrays in place", "Random numbers"]
+    plain, stemmed = Analyzer(SHORT_STOPWORDS), Analyzer(SHORT_STOPWORDS, stemming=True)
+    assert plain("sorting arrays") == ["sorting", "arrays"] and stemmed("sorting arrays") == ["sort", "array"]
+    index = Bm25Index(texts, tokenize=stemmed)
+    assert "sort" in index.vocabulary and "sorting" not in index.vocabulary   # chunks stemmed
+    assert sorted(n for n, _ in index.search("sorted arrays")) == [0, 1]       # the question too
+    assert [n for n, _ in Bm25Index(texts, tokenize=plain).search("sorted arrays")] == [1]   # "arrays" only

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -21,9 +22,59 @@ TOKEN = re.compile(r"[a-z0-9]+")
 STOPWORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS)
 
 
+# Lucene's default English stop set (Elasticsearch's ``_english_`` too): 33 function words. scikit-learn's
+# list of 318 also holds words that name numpy objects (``where``, ``all``, ``any``, ``empty``, ``take``)
+# and words questions depend on (``down`` in "turn a matrix upside down").
+SHORT_STOPWORDS: frozenset[str] = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split())
+
+
 def lexical_tokens(text: str) -> list[str]:
     """Lowercased ``[a-z0-9]+`` runs, stopwords (scikit-learn's English list) removed."""
     return [t for t in TOKEN.findall(text.lower()) if t not in STOPWORDS]
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=None)
+def stem(word: str) -> str:
+    """The Snowball (Porter 2) English stem of a word."""
+    return _stemmer().stemWord(word)
+
+
+def name_tokens(names: Iterable[str]) -> frozenset[str]:
+    """The names that are one word: the last part of each dotted name when it is a single token
+    (``numpy.where`` gives ``where``, ``numpy.linalg.inv`` gives ``inv``; ``numpy.logical_and`` gives
+    nothing, or a stop list would have to keep ``and``). A stop list must keep these: a question
+    that names ``np.where`` must be able to find it by that word."""
+    found = set()
+    for name in names:
+        tokens = TOKEN.findall(name.rsplit(".", 1)[-1].lower())
+        if len(tokens) == 1:
+            found.add(tokens[0])
+    return frozenset(found)
+
+
+class Analyzer:
+    """Tokens for lexical retrieval, the same for chunks and questions: lowercased ``[a-z0-9]+``
+    runs, minus a stop list (never a word in ``keep``), each optionally replaced by its Snowball stem."""
+
+    def __init__(self, stopwords: Iterable[str] = STOPWORDS, keep: Iterable[str] = (), stemming: bool = False):
+        self.stopwords = frozenset(stopwords) - frozenset(keep)
+        self.stemming = bool(stemming)
+
+    def __call__(self, text: str) -> list[str]:
+        tokens = [t for t in TOKEN.findall(text.lower()) if t not in self.stopwords]
+        return [stem(t) for t in tokens] if self.stemming else tokens
+
+    def __repr__(self) -> str:
+        return f"Analyzer({len(self.stopwords)} stopwords, stemming={self.stemming})"
 
 
 def tag_index(tagged: Iterable[tuple[str, Iterable[str]]]) -> dict[str, list[str]]:

@@ -7,7 +7,7 @@ What comes back is a list of ``DocumentHit``: a document id, the chunk that won 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -57,13 +57,13 @@ class LexicalRetriever:
 
 
 class Bm25Retriever:
-    """BM25 (``bm25s``) over the same tokens."""
+    """BM25 (``bm25s``) over the same tokens (or those of ``tokenize``, e.g. a stemming ``lexical.Analyzer``)."""
 
     name = "bm25"
 
-    def __init__(self, chunks: Sequence[TextChunk]):
+    def __init__(self, chunks: Sequence[TextChunk], tokenize: Callable[[str], list[str]] | None = None):
         self.chunks = list(chunks)
-        self.index = Bm25Index([c.text for c in self.chunks])
+        self.index = Bm25Index([c.text for c in self.chunks], *([tokenize] if tokenize else []))
 
     def search(self, text: str) -> list[DocumentHit]:
         return collapse((self.chunks[n], s) for n, s in self.index.search(text))

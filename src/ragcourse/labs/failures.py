@@ -16,28 +16,14 @@ the first of these that applies:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Sequence
 
 from ..corpus.queries import Question
 from ..engines.chunkers import TextChunk
-from ..engines.lexical import LexicalIndex, lexical_tokens
+from ..engines.lexical import LexicalIndex, lexical_tokens, stem
 from ..engines.retrievers import DocumentHit, collapse
 
 CAUSES = ("no answer at all", "word form", "common words win", "no shared word")
-
-
-@lru_cache(maxsize=1)
-def _stemmer():
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english")
-
-
-@lru_cache(maxsize=None)
-def stem(word: str) -> str:
-    """The Snowball (Porter 2) English stem of a word."""
-    return _stemmer().stemWord(word)
 
 
 def stemmed_tokens(text: str) -> list[str]:

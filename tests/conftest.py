@@ -82,15 +82,35 @@ __all__ = ["ALL_LESSONS", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "bl
 # - Otherwise a plain single-process ``pytest`` that selects the labs runs ``prepare`` before the first test;
 #   under pytest-xdist without RAGCOURSE_PREPARE=background the workers do not (two would embed the same
 #   texts side by side): run ``prepare`` first.
-NEEDS_EMBEDDINGS = ("notebooks/labs/", "test_lab_runs_in_jupyterlab", "tests/labs/test_dense_numbers.py",
-                    "tests/cli/test_search_command.py")   # tests/rag/ embeds its own few texts in its own cache
+# What each test that reads the labs' embeddings waits for: the groups of ``prepare``'s plan it needs
+# (first match wins; ``all`` is every group). Everything else runs at once, beside ``prepare``.
+NEEDS_EMBEDDINGS = (
+    ("notebooks/labs/01-", ()), ("test_lab_runs_in_jupyterlab[01-", ()), ("exercises/labs/lab01-", ()),
+    ("notebooks/labs/02-", ("questions", "lab 02")), ("test_lab_runs_in_jupyterlab[02-", ("questions", "lab 02")),
+    ("tests/labs/test_dense_numbers.py", ("questions", "lab 02")),
+    ("exercises/labs/lab02-", ("questions", "lab 02")),
+    ("notebooks/labs/04-", ("questions", "lab 04")), ("test_lab_runs_in_jupyterlab[04-", ("questions", "lab 04")),
+    ("exercises/labs/lab04-", ("questions", "lab 04")),
+    ("notebooks/labs/", ("all",)), ("test_lab_runs_in_jupyterlab", ("all",)),
+    ("tests/cli/test_search_command.py", ("all",)),
+    ("tests/exercises/test_lab_exercises.py", ("questions", "lab 02", "lab 04")),
+    ("tests/exercises/test_exercise_grading.py", ("questions", "lab 02", "lab 04")),
+)   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing
 
 
+def needed_groups(nodeid: str) -> tuple[str, ...]:
+    """The groups of the labs' embeddings a test reads (empty: none)."""
+    for marker, groups in NEEDS_EMBEDDINGS:
+        if marker in nodeid:
+            return groups
+    return ()
+
+
 def needs_embeddings(nodeid: str) -> bool:
-    """Whether the test reads the labs' embeddings (and so must run after ``prepare``)."""
-    return any(marker in nodeid for marker in NEEDS_EMBEDDINGS)
+    """Whether the test reads the labs' embeddings (and so must wait for ``prepare``)."""
+    return bool(needed_groups(nodeid))
 
 
 def pytest_configure(config):
@@ -103,50 +123,71 @@ def pytest_configure(config):
             or hasattr(config, "workerinput"):
         return
     folder = Path(tempfile.mkdtemp(prefix="ragcourse-prepare-"))
-    log, status = folder / "prepare.log", folder / "status"
+    log, status, progress = folder / "prepare.log", folder / "status", folder / "progress"
     script = ("import subprocess, sys; "
-              "code = subprocess.call([sys.executable, '-m', 'ragcourse', 'prepare'], "
+              "code = subprocess.call([sys.executable, '-m', 'ragcourse', 'prepare', '--progress', sys.argv[3]], "
               "stdout=open(sys.argv[1], 'w'), stderr=subprocess.STDOUT); "
               "open(sys.argv[2], 'w').write(str(code))")
     environment = dict(os.environ, TQDM_DISABLE="1")
     environment.pop("OMP_NUM_THREADS", None)   # the encoder sets its own thread count
-    config._ragcourse_prepare = subprocess.Popen([sys.executable, "-c", script, str(log), str(status)],
-                                                 env=environment)
+    config._ragcourse_prepare = subprocess.Popen([sys.executable, "-c", script, str(log), str(status),
+                                                  str(progress)], env=environment)
     os.environ[PREPARE_STATUS] = str(status)   # the xdist workers start after this and inherit it
     config._ragcourse_prepare_log = log
+    if hasattr(config.option, "loadscopereorder"):   # keep our file order (xdist would sort by test count)
+        config.option.loadscopereorder = False
+
+
+def readiness(nodeid: str) -> int:
+    """When a test can start: 0 at once, 1 after lab 02's texts, 2 after lab 04's, 3 after all of them."""
+    groups = needed_groups(nodeid)
+    return 3 if "all" in groups else 2 if "lab 04" in groups else 1 if "lab 02" in groups else 0
 
 
 def pytest_collection_modifyitems(config, items):
     import os
 
-    if os.environ.get(PREPARE_STATUS):   # what needs embeddings runs last, while the rest overlaps prepare
-        items.sort(key=lambda item: needs_embeddings(item.nodeid))
+    if not os.environ.get(PREPARE_STATUS):
+        return
+    # Files in the order their tests can start (pytest-xdist hands out whole files, in this order: see
+    # pytest_configure), the larger first among equals; inside a file, its tests in the order they can start.
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ranked = sorted(files.values(), key=lambda group: (max(readiness(i.nodeid) for i in group), -len(group)))
+    items[:] = [item for group in ranked for item in sorted(group, key=lambda i: readiness(i.nodeid))]
 
 
 class PrepareGate:
-    """Holds back each test that needs embeddings until the background ``prepare`` has finished."""
+    """Holds back each test that needs embeddings until ``prepare`` has cached the groups it reads."""
 
     def __init__(self, status: Path):
         self.status = status
-        self.ready = False
+        self.progress = status.with_name("progress")
+
+    def ready(self, groups: tuple[str, ...]) -> bool:
+        if self.status.exists():
+            code = self.status.read_text().strip()
+            if code != "0":
+                pytest.fail(f"python -m ragcourse prepare failed with status {code}; "
+                            f"its log: {self.status.with_name('prepare.log')}")
+            return True
+        done = set(self.progress.read_text().split("\n")) if self.progress.exists() else set()
+        return "all" not in groups and set(groups) <= done
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
         import time
 
-        if self.ready or not needs_embeddings(item.nodeid):
+        groups = needed_groups(item.nodeid)
+        if not groups:
             return
         deadline = time.monotonic() + PREPARE_WAIT
-        while not self.status.exists():
+        while not self.ready(groups):
             if time.monotonic() > deadline:
                 pytest.fail(f"python -m ragcourse prepare did not finish within {PREPARE_WAIT // 60} minutes "
                             f"(its log: {self.status.with_name('prepare.log')})")
             time.sleep(1)
-        code = self.status.read_text().strip()
-        if code != "0":
-            pytest.fail(f"python -m ragcourse prepare failed with status {code}; "
-                        f"its log: {self.status.with_name('prepare.log')}")
-        self.ready = True
 
 
 @pytest.hookimpl(trylast=True)
@@ -170,7 +211,7 @@ def pytest_terminal_summary(terminalreporter, config):
         return
     lines = config._ragcourse_prepare_log.read_text().strip().splitlines()
     terminalreporter.write_sep("-", "python -m ragcourse prepare (ran beside the tests)")
-    for line in lines[-3:]:
+    for line in lines[-12:]:
         terminalreporter.write_line(line)
 
 

@@ -5,10 +5,11 @@
 
 The plan comes from ``ragcourse.labs.embedding_plan`` with each lab's parameter values read
 from its notebook's parameters cell. The texts are embedded in one pass with one progress
-bar, longest first, in blocks of texts of about the same length: an encode batch is padded
-to its longest text, and sorting the whole plan by length once (rather than within each
-block) measured 25% faster here (46 against 58 texts/s on 2 cores). The time still expected
-is estimated in tokens, from the first block's rate. Every vector goes to
+bar. The first block is a random sample (texts in hash order), so its rate says how long
+the rest will take; the rest goes longest first, in blocks of texts of about the same
+length: an encode batch is padded to its longest text, and sorting the plan by length once
+(rather than within each block) measured 25% faster here (46 against 58 texts/s on 2 cores),
+so the estimate is an upper bound. Every vector goes to
 the shared cache (``$RAGCOURSE_CACHE_DIR``), where the labs, the command line and the tests
 read it: after this step no lab or test embeds a planned text again.
 """
@@ -20,12 +21,18 @@ import time
 from typing import TextIO
 
 BLOCK = 256   # texts per encode call: the unit of the progress bar and of the first rate measurement
+# Groups are embedded in this order, the cheapest first, and each is announced when it is complete
+# (``--progress FILE``), so what needs only lab 02's texts can start while lab 03's are embedded.
+GROUP_ORDER = ("questions", "lab 02", "lab 04", "lab 03")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``prepare`` command's arguments."""
     parser.add_argument("--check", action="store_true",
                         help="report what is planned and cached without embedding; status 1 if anything is missing")
+    parser.add_argument("--progress", metavar="FILE", default=None,
+                        help="append each group's name (questions, lab 02, lab 04, lab 03) to FILE once all its "
+                             "texts are cached (the test session uses it to start what a group makes possible)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -48,30 +55,51 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     print(f"prepare: {len(texts)} distinct texts planned ({by_group}); {len(texts) - len(missing)} already in "
           f"the cache {encoder.cache.path}; {len(missing)} to embed (planned in "
           f"{time.perf_counter() - started:.0f} s)", file=out, flush=True)
-    if args.check or not missing:
-        return 1 if args.check and missing else 0
+    if args.check:
+        return 1 if missing else 0
+    if not missing:
+        for name in groups:
+            _announce(args.progress, name)
+        return 0
     from tqdm.auto import tqdm
 
     quiet = bool(os.environ.get("TQDM_DISABLE"))
     encoder.model   # load the model first, so the rate measured on the first block is the encoding rate
     window = encoder.max_tokens
     tokens = {t: min(n, window) for t, n in zip(missing, encoder.token_counts(missing))}
-    missing.sort(key=lambda t: (-tokens[t], keys[t]))   # longest first; ties in a fixed order
-    total_tokens = sum(tokens.values())
+    missing.sort(key=keys.get)   # hash order: the first block is a random sample of the plan
+    first, rest = missing[:BLOCK], set(missing[BLOCK:])
+    order = [name for name in GROUP_ORDER if name in groups] + [name for name in groups if name not in GROUP_ORDER]
+    plan: list[tuple[str, list[str]]] = [("", first)]
+    for name in order:   # each group's texts not embedded yet, longest first, ties in a fixed order
+        mine = sorted({t for t in groups[name] if t in rest}, key=lambda t: (-tokens[t], keys[t]))
+        rest.difference_update(mine)
+        plan.append((name, mine))
     bar = tqdm(total=len(missing), unit="text", desc=f"embedding on {encoder.threads} threads", disable=quiet)
     embed_started = time.perf_counter()
-    for start in range(0, len(missing), BLOCK):
-        block = missing[start:start + BLOCK]
-        encoder.encode(block, progress=False)
-        bar.update(len(block))
-        if start == 0 and len(missing) > BLOCK:
-            # The first block holds the longest texts, so its rate per token over-estimates what is left a little.
-            rate = sum(tokens[t] for t in block) / (time.perf_counter() - embed_started)
-            left = total_tokens - sum(tokens[t] for t in block)
-            print(f"prepare: {rate:,.0f} tokens/s on this machine ({total_tokens:,} tokens in all); expect at most "
-                  f"about {left / rate / 60:.1f} more minutes", file=out, flush=True)
+    for name, texts_of_group in plan:
+        for start in range(0, len(texts_of_group), BLOCK):
+            block = texts_of_group[start:start + BLOCK]
+            encoder.encode(block, progress=False)
+            bar.update(len(block))
+        if not name and len(missing) > BLOCK:
+            rate = len(first) / (time.perf_counter() - embed_started)
+            print(f"prepare: {rate:.1f} texts/s on a random sample; expect at most about "
+                  f"{(len(missing) - len(first)) / rate / 60:.1f} more minutes (the rest goes in blocks of like "
+                  f"length, which is faster)", file=out, flush=True)
+        if name:
+            _announce(args.progress, name)
+            if quiet:
+                print(f"prepare: {name} ready after {time.perf_counter() - embed_started:.0f} s", file=out, flush=True)
     bar.close()
     seconds = time.perf_counter() - embed_started
     print(f"prepare: embedded {len(missing)} texts in {seconds:.0f} s ({len(missing) / seconds:.1f} texts/s); "
           f"{time.perf_counter() - started:.0f} s in all", file=out, flush=True)
     return 0
+
+
+def _announce(path: str | None, group: str) -> None:
+    """Append ``group`` to the progress file, if one was asked for."""
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(group + "\n")

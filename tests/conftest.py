@@ -91,10 +91,11 @@ NEEDS_EMBEDDINGS = (
     ("exercises/labs/lab02-", ("questions", "lab 02")),
     ("notebooks/labs/04-", ("questions", "lab 04")), ("test_lab_runs_in_jupyterlab[04-", ("questions", "lab 04")),
     ("exercises/labs/lab04-", ("questions", "lab 04")),
+    ("exercises/labs/lab03-", ("all",)),
     ("notebooks/labs/", ("all",)), ("test_lab_runs_in_jupyterlab", ("all",)),
     ("tests/cli/test_search_command.py", ("all",)),
-    ("tests/exercises/test_lab_exercises.py", ("questions", "lab 02", "lab 04")),
-    ("tests/exercises/test_exercise_grading.py", ("questions", "lab 02", "lab 04")),
+    ("[lab01-", ()), ("[lab02-", ("questions", "lab 02")), ("[lab04-", ("questions", "lab 04")), ("[lab03-", ("all",)),
+    ("tests/exercises/test_lab_exercises.py", ("all",)), ("tests/exercises/test_exercise_grading.py", ("all",)),
 )   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing

@@ -1,4 +1,4 @@
-"""The exercises of labs 01, 02 and 04: realistic mistakes fail with a useful message, the notebooks follow the rules.
+"""The exercises of labs 01 to 04: realistic mistakes fail with a useful message, the notebooks follow the rules.
 
 The blank ("not done yet"), the solution (passes) and the prediction tests run over every set,
 labs included, in ``test_exercise_checks.py``; this file adds what only the labs have: the
@@ -24,22 +24,24 @@ from exercise_support import assert_every_build_rejects_two, assert_mistake_reje
 
 from ragcourse.engines.dense import dense_ranking
 from ragcourse.engines.lexical import LexicalIndex, lexical_tokens
-from ragcourse.engines.retrievers import collapse, measure
+from ragcourse.engines.retrievers import Bm25Retriever, HybridRetriever, collapse, measure
 from ragcourse.engines.tfidf import tfidf_tokens
 from ragcourse.corpus.queries import judgements
 from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, is_lab_set, load_set, set_number
-from ragcourse.exercises.labs import lab01, lab02, lab04
+from ragcourse.exercises.labs import lab01, lab02, lab03, lab04
 from ragcourse.exercises.notebooks import MASTER_ONLY_TAG, describe_notebook, student_path
 from ragcourse.rag.store import Check
 
 LABS = [name for name in EXERCISE_SETS if is_lab_set(name)]
 L1, L2, L4 = "lab01-lexical-baseline", "lab02-evaluation-chunks-and-dense", "lab04-postgres-baseline"
+L3 = "lab03-rag-practice"
 ROOT = Path(__file__).resolve().parents[2]
-LAB_NOTEBOOKS = {1: "01-lexical-baseline", 2: "02-evaluation-chunks-and-dense", 4: "04-postgres-baseline"}
+LAB_NOTEBOOKS = {1: "01-lexical-baseline", 2: "02-evaluation-chunks-and-dense", 3: "03-rag-practice",
+                 4: "04-postgres-baseline"}
 
 
 def test_the_lab_sets_and_their_kinds():
-    assert LABS == [L1, L2, L4], "labs 01, 02 and 04 (lab 03's exercises come with its new notebook)"
+    assert LABS == [L1, L2, L3, L4], "one set per lab, in the labs' order"
     for name in LABS:
         exercise_set = load_set(name)
         kinds = [q.kind for q in exercise_set.questions]
@@ -119,6 +121,54 @@ def _lab02_smoke(encode, units, questions, *, normalise=False, pages=True, one_a
     return mrr, mrr >= lab02.tfidf_mrr() - 0.05
 
 
+# ---------------------------------------------------------------- lab 03
+
+def _lab03_labels(questions, chunks, pages, k, *, page_depth=False, every=False, split_first=False, from_zero=False):
+    from ragcourse.labs.failures import stemmed_tokens
+    from ragcourse.labs.practice import CAUSES, Evidence, failure_cause, first_rank, word_share
+
+    bm25 = Bm25Retriever(chunks.chunks)
+    by_id = {d.doc_id: d for d in lab03.subset_documents()}
+    labels = {}
+    for question, vector in zip(questions, chunks.encoder.encode([q.text for q in questions])):
+        order, scores = dense_ranking(chunks.vectors, vector)
+        ids = [chunks.chunks[n].doc_id for n in order.tolist()]
+        top = [h.doc_id for h in collapse(zip((chunks.chunks[n] for n in order.tolist()), scores.tolist()))] \
+            if page_depth else ids
+        if set(top[:k]) & set(question.relevant) and not every:
+            continue
+        rank = first_rank(ids, question.relevant)
+        evidence = Evidence(
+            dense_rank=None if rank is None else rank - from_zero,
+            bm25_hit=bool({chunks.chunks[n].doc_id for n in bm25.matched_ranking(question.text)[:k]}
+                          & set(question.relevant)),
+            page_hit=bool({h.doc_id for h in pages.search_vector(vector)[:k]} & set(question.relevant)),
+            word_share=max(word_share(stemmed_tokens(question.text), set(stemmed_tokens(by_id[r].text)))
+                           for r in question.relevant),
+            style=question.style)
+        labels[question.qid] = CAUSES[1] if split_first and evidence.page_hit else failure_cause(evidence, k)
+    return labels
+
+
+def _lab03_fusion(bm25, dense, text, constant=60, *, every_chunk=False, from_zero=False, pages_first=False):
+    from ragcourse.labs.practice import rrf
+
+    if every_chunk:
+        lexical = np.argsort(-np.asarray(bm25.index.scores(text)), kind="stable").tolist()
+    else:
+        lexical = bm25.matched_ranking(text)
+    lists = [lexical, dense.full_ranking(text)]
+    if pages_first:
+        lists = [[h.doc_id for h in collapse((dense.chunks[n], -p) for p, n in enumerate(r))] for r in lists]
+        return [page for page, _ in rrf(lists, constant)]
+    scores = {}
+    for ranking in lists:
+        for rank, n in enumerate(ranking, start=0 if from_zero else 1):
+            scores[n] = scores.get(n, 0.0) + 1 / (constant + rank)
+    fused = sorted(scores, key=lambda n: (-scores[n], n))
+    return [h.doc_id for h in collapse((dense.chunks[n], scores[n]) for n in fused)]
+
+
 # ---------------------------------------------------------------- lab 04
 
 POLICY = "CREATE POLICY {policy} ON {s}.%s FOR SELECT TO {role} USING (tenant = {tenant})"
@@ -176,6 +226,16 @@ MUTATIONS = [  # (exercise set, question, the mistake, a wrong answer that makes
     (L2, "q4", "vectors normalised inside the test", lambda *a: _lab02_smoke(*a, normalise=True), "hides"),
     (L2, "q4", "chunks scored without the collapse to pages", lambda *a: _lab02_smoke(*a, pages=False),
      "collapse the chunk ranking"),
+    (L3, "q1", "k pages instead of k chunks", lambda *a: _lab03_labels(*a, page_depth=True), "not k pages"),
+    (L3, "q1", "every question labelled, hits too", lambda *a: _lab03_labels(*a, every=True), "only the failures"),
+    (L3, "q1", "the split rule tried before the exact term", lambda *a: _lab03_labels(*a, split_first=True),
+     "table's order"),
+    (L3, "q1", "ranks counted from 0", lambda *a: _lab03_labels(*a, from_zero=True), "counts from 1"),
+    (L3, "q3", "BM25's unmatched chunks fused too", lambda *a: _lab03_fusion(*a, every_chunk=True),
+     "did not match has no BM25 rank"),
+    (L3, "q3", "ranks counted from 0", lambda *a: _lab03_fusion(*a, from_zero=True), "ranks count from 1"),
+    (L3, "q3", "pages fused instead of chunks", lambda *a: _lab03_fusion(*a, pages_first=True),
+     "then collapse the fused ranking"),
     (L4, "q2", "a policy on chunks only", lambda: [POLICY % "chunks"], "each of the two tables"),
     (L4, "q2", "keyed on the session setting the tenant can change",
      lambda: ["CREATE POLICY {policy} ON {s}.%s FOR SELECT TO {role} USING "
@@ -211,7 +271,10 @@ def test_every_lab_build_question_rejects_at_least_two_mistakes():
     (L1, "q3", lambda q, c, k: [(h.chunk.chunk_id, h.score) for h in LexicalIndex(c).search(q, k)]),
     (L4, "q2", lambda: ["CREATE POLICY {policy} ON {s}.%s AS PERMISSIVE FOR ALL TO {role} USING (tenant = {tenant})"
                         % t for t in ("sources", "chunks")]),
-], ids=["package-index", "for-all-policy"])
+    (L3, "q1", lambda questions, chunks, pages, k: lab03.reference_labels(questions, chunks, pages, k)),
+    (L3, "q3", lambda bm25, dense, text, constant: [h.doc_id for h in HybridRetriever(bm25, dense, constant).search(text)]),
+    (L3, "q3", lambda bm25, dense, text, constant: _lab03_fusion(bm25, dense, text, constant)),
+], ids=["package-index", "for-all-policy", "lab03-reference-labels", "lab03-hybrid-retriever", "lab03-by-hand"])
 def test_other_correct_answers_pass(name, key, answer):
     verdict = load_set(name).verdict(key, answer)
     assert verdict.passed, verdict.text()
@@ -222,11 +285,33 @@ def test_other_correct_answers_pass(name, key, answer):
 @pytest.mark.parametrize("name, key, typed", [
     (L1, "q2", lambda: lab01.side_report(lab01.SMALLER)),
     (L2, "q2", lambda: (lab02.setup_scores("dense", "chunked")["recall@5"], lab02.setup_scores("dense", "chunked")["mrr"])),
-], ids=["lab01", "lab02"])
+    (L3, "q2", lambda: lab03.bakeoff_row(lab03.ASKED_CHARS)),
+], ids=["lab01", "lab02", "lab03"])
 def test_a_number_typed_in_fails(name, key, typed):
     answer = typed()
     verdict = load_set(name).verdict(key, lambda *args: answer)
     assert verdict.status == FAILED and "expected:" in verdict.text(), verdict.text()
+
+
+@pytest.mark.parametrize("bad", [[], "how do I sort", [("sort an array", "numpy.sort")], [("", ["numpy.sort"])],
+                                 [("sort an array", ["numpy.nowhere"])]])
+def test_lab03_own_questions_are_checked(bad):
+    with pytest.raises(ValueError, match="MY_QUESTIONS must be"):
+        lab03.check_own_questions("MY_QUESTIONS", bad)
+    good = lab03.check_own_questions("MY_QUESTIONS", [("sort an array", ["numpy.sort"])])
+    assert good[0].qid == "my1" and good[0].relevant == ("numpy.sort",)
+
+
+def test_lab03_predictions_need_all_five_and_explain_each():
+    exercise_set = load_set(L3)
+    assert exercise_set.verdict("q4", ...).status == "not done yet"
+    verdict = exercise_set.verdict("q4", "b, b, b, b, b")
+    assert verdict.status == FAILED and "question 4" in verdict.text() and verdict.text().count("measured:") == 5
+    partial = exercise_set.verdict("q4", "bb")
+    assert partial.status == FAILED and "not answered yet" in partial.text()
+    assert partial.text().count("measured:") == 2, "only the answered questions are explained"
+    for typo in ("bbbabb", "bxbab", 5):
+        assert "measured:" not in exercise_set.verdict("q4", typo).text()
 
 
 def test_a_bad_statement_fails_cleanly_and_the_database_is_gone(tmp_path, monkeypatch):

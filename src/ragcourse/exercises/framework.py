@@ -56,6 +56,7 @@ EXERCISE_SETS = {
     "16-tables-and-images": "ragcourse.exercises.part2.lesson16",
     "lab01-lexical-baseline": "ragcourse.exercises.labs.lab01",
     "lab02-evaluation-chunks-and-dense": "ragcourse.exercises.labs.lab02",
+    "lab03-rag-practice": "ragcourse.exercises.labs.lab03",
     "lab04-postgres-baseline": "ragcourse.exercises.labs.lab04",
 }
 LAB_PREFIX = "lab"  # a lab's exercise set is named labNN-name; a lesson's NN-name

@@ -17,7 +17,7 @@ from ..retrieval.metrics import measure  # noqa: F401  (labs 01-03 import it fro
 from .bm25 import Bm25Index
 from .chunkers import TextChunk
 from .dense import DenseEncoder, dense_ranking
-from .lexical import LexicalIndex
+from .lexical import LexicalIndex, lexical_tokens
 from .tfidf import TfidfIndex
 
 RRF_CONSTANT = 60
@@ -61,9 +61,9 @@ class Bm25Retriever:
 
     name = "bm25"
 
-    def __init__(self, chunks: Sequence[TextChunk], tokenize: Callable[[str], list[str]] | None = None):
+    def __init__(self, chunks: Sequence[TextChunk], tokenize: Callable[[str], list[str]] = lexical_tokens):
         self.chunks = list(chunks)
-        self.index = Bm25Index([c.text for c in self.chunks], *([tokenize] if tokenize else []))
+        self.index = Bm25Index([c.text for c in self.chunks], tokenize)
 
     def search(self, text: str) -> list[DocumentHit]:
         return collapse((self.chunks[n], s) for n, s in self.index.search(text))

@@ -13,12 +13,12 @@ import numbers
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ...corpus.apidocs import load_corpus
-from ...corpus.queries import Question, judged_questions, judgements, self_retrieval
+from ...corpus.queries import Question, judgements, self_retrieval
 from ...engines.chunkers import PARAGRAPH_BREAK, TextChunk, chunk_corpus, pack_paragraphs
 from ...engines.lexical import LexicalIndex, lexical_tokens
 from ...engines.retrievers import LexicalRetriever, collapse, measure, run_questions
 from ...labs.failures import CAUSES, count_by_cause, misses, stemmed_index
+from .shared import corpus, judged
 from ..framework import (ExerciseSet, Mismatch, Question as Exercise, call, check_choice, expect_number, first_hint,
                          likely_hint, require_function, shown)
 
@@ -29,18 +29,6 @@ EXACT = 1e-12
 
 
 # ---------------------------------------------------------------- the lab's pieces, built once per process
-
-@lru_cache(maxsize=1)
-def corpus():
-    """The corpus, as the lab loads it."""
-    return load_corpus()
-
-
-@lru_cache(maxsize=1)
-def judged() -> tuple[Question, ...]:
-    """The judged questions of the lab."""
-    return tuple(judged_questions(corpus()))
-
 
 @lru_cache(maxsize=8)
 def chunks(max_chars: int) -> tuple[TextChunk, ...]:

@@ -20,13 +20,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...corpus.apidocs import load_corpus
 from ...corpus.queries import Question, judgements, self_retrieval
 from ...engines.chunkers import TextChunk, chunk_corpus, word_windows
 from ...engines.dense import DenseEncoder, dense_ranking
 from ...engines.lexical import lexical_tokens
 from ...engines.retrievers import DenseRetriever, TfidfRetriever, collapse, measure, run_questions
 from ...engines.tfidf import TfidfIndex, tfidf_tokens
+from .shared import corpus
 from ..framework import (ExerciseSet, Mismatch, Question as Exercise, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 
@@ -41,12 +41,6 @@ TRUNCATED_WORDS = 8
 
 
 # ---------------------------------------------------------------- the pieces, built once per process
-
-@lru_cache(maxsize=1)
-def corpus():
-    """The corpus, as the lab loads it."""
-    return load_corpus()
-
 
 @lru_cache(maxsize=1)
 def subset_documents() -> tuple:

@@ -23,8 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ...corpus.apidocs import load_corpus
-from ...corpus.queries import Question, answerable_in, judged_questions, judgements, real_questions
+from ...corpus.queries import Question, answerable_in, judgements, real_questions
 from ...engines.chunkers import TextChunk
 from ...engines.dense import DenseEncoder, dense_ranking
 from ...engines.filters import late_filter, user_named
@@ -34,6 +33,7 @@ from ...labs.failures import stemmed_tokens
 from ...labs.practice import CAUSES, ChunkSearch, Evidence, failure_cause, first_rank, rrf, word_share
 from ...labs.real_check import paired
 from ...retrieval.significance import signed, p_text
+from .shared import corpus, judged
 from ..framework import (ExerciseSet, Failed, Mismatch, NotDone, Question as Exercise, call, expect_number,
                          first_hint, is_placeholder, require_function, shown)
 
@@ -47,18 +47,6 @@ DENSE_TOLERANCE = 1e-6    # both sides read the same cached vectors: only an ord
 
 
 # ---------------------------------------------------------------- the subset, built once per process
-
-@lru_cache(maxsize=1)
-def corpus():
-    """The corpus, as the lab loads it."""
-    return load_corpus()
-
-
-@lru_cache(maxsize=1)
-def judged() -> tuple[Question, ...]:
-    """The judged questions of labs 01-03."""
-    return tuple(judged_questions(corpus()))
-
 
 @lru_cache(maxsize=1)
 def dev() -> tuple[Question, ...]:

@@ -21,8 +21,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from ...corpus.apidocs import load_corpus
-from ...corpus.queries import Question, judged_questions
 from ...engines.dense import DenseEncoder
 from ...rag.baseline import Baseline, Trace
 from ...rag.context import ContextBudget
@@ -30,6 +28,7 @@ from ...rag.database import open_database
 from ...rag.ingest import ChunkPolicy
 from ...rag.reader import citation_doc_id
 from ...rag.store import READER_ROLE, Check, PgIndex, check_tenant, counts_by_tenant
+from .shared import corpus, judged
 from ..framework import (ExerciseSet, Mismatch, Question as Exercise, call, check_choice, first_hint,
                          require_function, shown)
 
@@ -43,18 +42,6 @@ TIGHT = {"per_path": 5, "keep": 3, "budget": ContextBudget(max_passages=2, max_t
 
 
 # ---------------------------------------------------------------- a scratch database with a subset of the files
-
-@lru_cache(maxsize=1)
-def corpus():
-    """The corpus, as the lab loads it."""
-    return load_corpus()
-
-
-@lru_cache(maxsize=1)
-def judged() -> tuple[Question, ...]:
-    """The judged questions."""
-    return tuple(judged_questions(corpus()))
-
 
 def team_of(path: str) -> str:
     """The tenant of a file: its module's team, or ``core-team``."""

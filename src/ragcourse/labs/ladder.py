@@ -5,15 +5,16 @@ tables are a few calls each and the tests can check the arithmetic on small case
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from ..corpus.queries import Question
 from ..rag.baseline import STAGES, Trace
-from ..rag.reader import Answer, citation_doc_id
+from ..rag.reader import Answer, citation_doc_id, copied_sentence
 from ..rag.search import dense
 from ..rag.store import PgIndex
 from ..retrieval.metrics import measure
@@ -88,30 +89,136 @@ class ThresholdRow:
     unanswerable_abstained: float
     judged_answered: float
     judged_correct: float   # answered, with at least one citation of a relevant page
+    judged_correct_strict: float = math.nan   # the same, the sentence being that page's own text (needs pages)
 
 
-def cites_relevant(answer: Answer, relevant: Sequence[str]) -> bool:
-    """Whether one of the answer's sentences (abstained or not) comes from a relevant page."""
-    return any(citation_doc_id(citation) in relevant for _, citation, _ in answer.evidence)
+def cites_relevant(answer: Answer, relevant: Sequence[str], pages: Mapping[str, str] | None = None) -> bool:
+    """Whether one of the answer's sentences (abstained or not) comes from a relevant page.
+
+    With ``pages`` (doc id -> Markdown, as for ``reader.strict_citation_accuracy``) the
+    sentence must also be that page's own text, not a See Also entry (``reader.copied_sentence``).
+    """
+    return any(citation_doc_id(citation) in relevant
+               and (pages is None or not copied_sentence(sentence, citation, pages))
+               for sentence, citation, _ in answer.evidence)
 
 
 def threshold_sweep(judged: Sequence[tuple[Answer, Sequence[str]]], unanswerable: Sequence[Answer],
-                    thresholds: Sequence[float]) -> list[ThresholdRow]:
+                    thresholds: Sequence[float], pages: Mapping[str, str] | None = None) -> list[ThresholdRow]:
     """The reader at other thresholds, from answers already given.
 
     The sentences a reader picks do not depend on the threshold, only the decision to
     answer does (best score at least the threshold), so each row is recomputed from the
-    best scores without reading again.
+    best scores without reading again. With ``pages`` each row also gives
+    ``judged_correct_strict`` (``cites_relevant`` with ``pages``); without, it is NaN.
     """
     rows = []
     for t in thresholds:
         abstained = statistics.fmean(a.best_score < t for a in unanswerable)
         answered = [(a, rel) for a, rel in judged if a.best_score >= t]
+        strict = (math.nan if pages is None
+                  else sum(cites_relevant(a, rel, pages) for a, rel in answered) / len(judged))
         rows.append(ThresholdRow(t, abstained, len(answered) / len(judged),
-                                 sum(cites_relevant(a, rel) for a, rel in answered) / len(judged)))
+                                 sum(cites_relevant(a, rel) for a, rel in answered) / len(judged), strict))
     return rows
 
 
 def tenant_leaks(traces: Sequence[Trace]) -> int:
     """Passages, over every stage of every trace, whose tenant is not the trace's."""
     return sum(sp.passage.tenant != t.tenant for t in traces for stage in STAGES for sp in t.stage(stage))
+
+
+# -- the repair ladder ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration of lab 04's system: what is indexed, how full text scores, fusion, second stage, budget.
+
+    ``policy`` is ``"seed"`` (2,000 characters, 300 overlap) or ``"window"`` (the package's
+    default, packed to the encoder's window); ``summaries`` keeps each page's summary line in
+    the indexed files; ``headers`` writes each chunk's page title and section in front of it.
+    """
+
+    policy: str = "seed"
+    summaries: bool = False
+    headers: bool = False
+    lexical: str = "english"
+    per_path: int = 30
+    constant: int = 60
+    second_stage: str = "re-scorer"     # or "none"
+    max_tokens: int = 1500
+
+    def chunk_policy(self, name: str = "sentences"):
+        """The ``ChunkPolicy`` this setting indexes with."""
+        from ..rag.ingest import ChunkPolicy
+
+        if self.policy == "seed":
+            base = ChunkPolicy.seed(name)
+            return ChunkPolicy(name, base.size, base.overlap, unit="characters", headers=self.headers)
+        return ChunkPolicy(name, headers=self.headers)
+
+    @property
+    def index_key(self) -> tuple[str, bool, bool]:
+        """What decides the index: (policy, summaries, headers)."""
+        return (self.policy, self.summaries, self.headers)
+
+    def changed(self, **changes) -> "Setting":
+        from dataclasses import replace
+
+        unknown = set(changes) - set(self.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(self.__dataclass_fields__)}")
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Step:
+    """A repair to try: its name, the settings it changes, and whether it is required whatever it measures."""
+
+    name: str
+    changes: dict
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Rung:
+    """A step as measured: the setting tried, its runs, its paired test against the kept setting, kept or not."""
+
+    name: str
+    setting: Setting
+    runs: dict
+    comparison: object          # PairedComparison (tried - kept), None for the start
+    kept: bool
+    required: bool = False
+
+
+def climb(start: Setting, steps: Sequence[Step], run, questions: Sequence[Question], measure: str = "mrr",
+          alpha: float = 0.05) -> list[Rung]:
+    """Try each step on top of the setting kept so far; keep it when required or when its paired test says it helps.
+
+    ``run(setting)`` returns qid -> documents, best first. A step is kept when its mean
+    ``measure`` is higher than the kept setting's with a randomisation p-value at most
+    ``alpha`` (the course's ``compare``), or when it is marked required (a repair of something
+    the system did silently, kept whatever it scores; its test is still printed).
+    """
+    from ..labs.real_check import paired
+
+    kept_setting = start
+    kept_runs = run(start)
+    rungs = [Rung("start", start, kept_runs, None, True)]
+    for step in steps:
+        tried = kept_setting.changed(**step.changes)
+        runs = run(tried)
+        comparison = paired(runs, kept_runs, questions, measure, (step.name, "kept"))
+        helps = comparison.difference > 0 and comparison.p_value <= alpha
+        keep = step.required or helps
+        rungs.append(Rung(step.name, tried, runs, comparison, keep, step.required))
+        if keep:
+            kept_setting, kept_runs = tried, runs
+    return rungs
+
+
+def final_setting(rungs: Sequence[Rung]) -> Setting:
+    """The setting of the last kept rung."""
+    return [r for r in rungs if r.kept][-1].setting

@@ -19,7 +19,7 @@ from .context import AssembledContext, ContextBudget, assemble, drop_counts, tok
 from .passages import ScoredPassage
 from .reader import Answer, ExtractiveReader
 from .rerank import KEEP, RerankResult, make_reranker, rerank
-from .search import PER_PATH, RRF_CONSTANT, Candidates, candidates, check_question
+from .search import DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, candidates, check_lexical, check_question
 from .store import DEFAULT_TENANT, PgIndex, check_tenant
 
 STAGES = ("full text", "dense", "fused", "reranked", "admitted")
@@ -96,7 +96,8 @@ class Baseline:
 
     def __init__(self, index: PgIndex, encoder, reranker=None, budget: ContextBudget | None = None,
                  reader: ExtractiveReader | None = None, per_path: int = PER_PATH,
-                 constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP):
+                 constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP,
+                 lexical: str = DEFAULT_LEXICAL):
         from ..lesson.params import check_int
 
         self.index, self.encoder = index, encoder
@@ -106,6 +107,7 @@ class Baseline:
         self.per_path = check_int("per_path", per_path, 1, 1000)
         self.keep = check_int("keep", keep, 1, 100)
         self.constant, self.exact = constant, exact
+        self.lexical = check_lexical(lexical)
         self.count_tokens = token_counter(encoder)
 
     def ask(self, question: str, tenant: str = DEFAULT_TENANT, vector: np.ndarray | None = None,
@@ -117,7 +119,8 @@ class Baseline:
         if vector is None:
             vector = self.encoder.encode([question])[0]
         encoded = time.perf_counter()
-        found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session)
+        found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
+                           self.lexical)
         before_rerank = time.perf_counter()
         reranked = rerank(self.reranker, question, [sp.passage for sp in found.fused], keep=self.keep)
         ranked = time.perf_counter()

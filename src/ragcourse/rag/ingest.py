@@ -13,15 +13,21 @@ chunk is an exact slice ``text[start:end]`` of its file:
   chunk starting with the sentences that cover the last ``overlap`` characters;
 - ``headings``: one chunk per Markdown heading and the text under it (any length).
 
-Sizes are characters (2,000 and 300 by default, as in seed 003), not tokens.
+Sizes are counted in one of two units. Seed 003's policy counts characters (2,000 with 300
+of overlap): a chunk of 2,000 characters is often 400 or more of MiniLM's tokens, and the
+encoder reads only its first 256, so the rest of the chunk never reaches the dense path.
+The default therefore counts the encoder's own tokens (``unit="tokens"``): sentences are
+packed up to ``WINDOW_TOKENS``, so every chunk fits the encoder's window with its two
+special tokens. ``PgIndex.health`` names any chunk that does not.
 """
 from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..lesson.params import check_int
 
@@ -35,13 +41,21 @@ DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
 DATE_LINE = re.compile(r"^date:\s*(\d{4}-\d{2}-\d{2})\s*$", re.IGNORECASE | re.MULTILINE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 HEADING_LINE = re.compile(r"^#{1,6} ", re.MULTILINE)
+TITLE_LINE = re.compile(r"^# (.+)$", re.MULTILINE)
+SECTION_LINE = re.compile(r"^## (.+)$", re.MULTILINE)
 FENCE_LINE = re.compile(r"^```", re.MULTILINE)
 POLICIES = ("fixed", "sentences", "headings")
 DEFAULT_POLICY = "sentences"
-DEFAULT_SIZE = 2000
+UNITS = ("characters", "tokens")
+DEFAULT_SIZE = 2000           # seed 003's policy, in characters
 DEFAULT_OVERLAP = 300
+WINDOW_TOKENS = 254           # MiniLM reads 256 tokens, two of them [CLS] and [SEP]
+WINDOW_OVERLAP = 40
+HEADER_RESERVE = 32           # tokens kept free for a chunk's header when headers are on
+DEFAULT_UNIT = "tokens"
 
 Spans = list[tuple[int, int]]
+Length = Callable[[int, int], int]
 
 
 @dataclass(frozen=True)
@@ -71,10 +85,24 @@ class ChunkSpan:
     start: int
     end: int
     text: str
+    header: str = ""
 
     @property
     def content_hash(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def indexed_text(self) -> str:
+        """What is embedded and indexed for full text: the header (when there is one), a new line, the text."""
+        return f"{self.header}\n{self.text}" if self.header else self.text
+
+
+def header_of(text: str, start: int) -> str:
+    """A chunk's header: the file's ``# `` title and the ``## `` section the chunk starts in, joined by `` > ``."""
+    title = TITLE_LINE.search(text)
+    sections = [m.group(1).strip() for m in SECTION_LINE.finditer(text) if m.start() <= start]
+    parts = ([title.group(1).strip()] if title else []) + sections[-1:]
+    return " > ".join(parts)
 
 
 def discover(root: str | Path) -> list[str]:
@@ -169,34 +197,72 @@ def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in sentence_bounds(text)]
 
 
-def sentence_spans(text: str, size: int = DEFAULT_SIZE, overlap: int = DEFAULT_OVERLAP) -> Spans:
-    """Whole sentences packed up to ``size`` characters; each chunk after the first repeats ~``overlap``.
+def sentence_spans(text: str, size: int = DEFAULT_SIZE, overlap: int = DEFAULT_OVERLAP,
+                   length: Length | None = None, windows: Callable[[int, int], Spans] | None = None) -> Spans:
+    """Whole sentences packed up to ``size``; each chunk after the first repeats about ``overlap``.
 
-    A sentence longer than ``size`` is cut into fixed windows of its own.
+    ``length(start, end)`` measures a span (characters by default); a sentence longer than
+    ``size`` is cut by ``windows(start, end)`` (fixed windows of characters by default).
     """
     _check_sizes(size, overlap)
+    if length is None:
+        length = lambda a, b: b - a  # noqa: E731
+    if windows is None:
+        windows = lambda a, b: [(a + x, a + y) for x, y in fixed_spans(text[a:b], size, overlap)]  # noqa: E731
     pieces: Spans = []
     for start, end in sentence_bounds(text):
-        if end - start <= size:
+        if length(start, end) <= size:
             pieces.append((start, end))
         else:
-            pieces.extend((start + a, start + b) for a, b in fixed_spans(text[start:end], size, overlap))
+            pieces.extend(windows(start, end))
     spans: Spans = []
     first = 0
     while first < len(pieces):
         last = first
-        while last + 1 < len(pieces) and pieces[last + 1][1] - pieces[first][0] <= size:
+        while last + 1 < len(pieces) and length(pieces[first][0], pieces[last + 1][1]) <= size:
             last += 1
         spans.append((pieces[first][0], pieces[last][1]))
         if last == len(pieces) - 1:
             break
         following = last + 1
-        while following - 1 > first and pieces[last][1] - pieces[following - 1][0] <= overlap:
+        while following - 1 > first and length(pieces[following - 1][0], pieces[last][1]) <= overlap:
             following -= 1
-        while pieces[last + 1][1] - pieces[following][0] > size:
+        while following <= last and length(pieces[following][0], pieces[last + 1][1]) > size:
             following += 1  # the overlap must leave room for the next new sentence
         first = following
     return spans
+
+
+class TokenRuler:
+    """Token counts of any span of one text, from a single pass of a tokenizer with offsets.
+
+    A token counts towards ``[start, end)`` when it lies wholly inside it, so a span that
+    starts and ends at white space counts what the tokenizer would count for its text alone
+    (special tokens excluded). ``windows`` cuts a span into fixed windows of whole tokens.
+    """
+
+    def __init__(self, text: str, tokenizer, size: int, overlap: int):
+        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, truncation=False,
+                            verbose=False)
+        offsets = [(a, b) for a, b in encoded["offset_mapping"] if b > a]
+        self.starts = [a for a, _ in offsets]
+        self.ends = [b for _, b in offsets]
+        self.size, self.overlap = size, overlap
+
+    def __call__(self, start: int, end: int) -> int:
+        return max(0, bisect_right(self.ends, end) - bisect_left(self.starts, start))
+
+    def windows(self, start: int, end: int) -> Spans:
+        first, stop = bisect_left(self.starts, start), bisect_right(self.ends, end)
+        if stop <= first:
+            return [(start, end)]
+        spans, step = [], self.size - self.overlap
+        for a in range(first, stop, step):
+            b = min(a + self.size, stop)
+            spans.append((self.starts[a], self.ends[b - 1]))
+            if b == stop:
+                break
+        return spans
 
 
 def heading_spans(text: str) -> Spans:
@@ -218,34 +284,81 @@ def _check_sizes(size: int, overlap: int) -> None:
 
 @dataclass(frozen=True)
 class ChunkPolicy:
-    """A chunking policy by name with its sizes; ``version`` is what the chunk rows record."""
+    """A chunking policy by name with its sizes and their unit; ``version`` is what the chunk rows record.
+
+    ``unit="tokens"`` counts the encoder's tokens (``tokenizer``: a Hugging Face fast tokenizer;
+    MiniLM's own is loaded when none is given). ``headings`` has no size: its chunks can be
+    any length, which ``PgIndex.health`` reports against the encoder's window.
+
+    ``headers=True`` gives each chunk a header (``header_of``: the page title and the section
+    it starts in), written in front of the chunk's text for the encoder and for full text
+    (lab 03's contextual headers). The stored text stays an exact slice of the file; in
+    tokens, ``HEADER_RESERVE`` of the ``size`` are left for the header.
+    """
 
     name: str = DEFAULT_POLICY
-    size: int = DEFAULT_SIZE
-    overlap: int = DEFAULT_OVERLAP
+    size: int | None = None
+    overlap: int | None = None
+    unit: str = DEFAULT_UNIT
+    headers: bool = False
+    tokenizer: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.name not in POLICIES:
             raise ValueError(f"chunking policy must be one of {', '.join(POLICIES)}; got {self.name!r}")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {self.unit!r}")
+        tokens = self.unit == "tokens"
+        if self.size is None:
+            object.__setattr__(self, "size", WINDOW_TOKENS if tokens else DEFAULT_SIZE)
+        if self.overlap is None:
+            object.__setattr__(self, "overlap", WINDOW_OVERLAP if tokens else DEFAULT_OVERLAP)
         _check_sizes(self.size, self.overlap)
+        if not isinstance(self.headers, bool):
+            raise ValueError(f"headers must be True or False; got {self.headers!r}")
+        if self.headers and self.unit == "tokens" and self.size <= HEADER_RESERVE + self.overlap:
+            raise ValueError(f"size must exceed {HEADER_RESERVE} tokens for the header plus the overlap "
+                             f"({self.overlap}); got {self.size}")
+
+    @classmethod
+    def seed(cls, name: str = DEFAULT_POLICY) -> "ChunkPolicy":
+        """Seed 003's policy: 2,000 characters with 300 of overlap."""
+        return cls(name, DEFAULT_SIZE, DEFAULT_OVERLAP, unit="characters")
 
     @property
     def version(self) -> str:
+        headers = ",headers" if self.headers else ""
         if self.name == "headings":
-            return "headings-v1"
-        return f"{self.name}-v1(size={self.size},overlap={self.overlap})"
+            return f"headings-v1({headers[1:]})" if headers else "headings-v1"
+        if self.unit == "tokens":
+            return f"{self.name}-v1(size={self.size},overlap={self.overlap},unit=tokens{headers})"
+        return f"{self.name}-v1(size={self.size},overlap={self.overlap}{headers})"
+
+    def _tokenizer(self):
+        if self.tokenizer is None:
+            from ..engines.dense import load_tokenizer
+
+            object.__setattr__(self, "tokenizer", load_tokenizer())
+        return self.tokenizer
 
     def spans(self, text: str) -> Spans:
         """The character spans of ``text`` under this policy."""
+        if self.name == "headings":
+            return heading_spans(text)
+        if self.unit == "tokens":
+            size = self.size - HEADER_RESERVE if self.headers else self.size
+            ruler = TokenRuler(text, self._tokenizer(), size, self.overlap)
+            if self.name == "fixed":
+                return ruler.windows(0, len(text)) if text else [(0, 0)]
+            return sentence_spans(text, size, self.overlap, ruler, ruler.windows)
         if self.name == "fixed":
             return fixed_spans(text, self.size, self.overlap)
-        if self.name == "sentences":
-            return sentence_spans(text, self.size, self.overlap)
-        return heading_spans(text)
+        return sentence_spans(text, self.size, self.overlap)
 
     def chunks(self, text: str) -> list[ChunkSpan]:
         """The chunks of ``text``, numbered from 0, each an exact slice of it."""
-        return [ChunkSpan(n, a, b, text[a:b]) for n, (a, b) in enumerate(self.spans(text))]
+        return [ChunkSpan(n, a, b, text[a:b], header_of(text, a) if self.headers else "")
+                for n, (a, b) in enumerate(self.spans(text))]
 
 
 def read_all(root: str | Path, paths: list[str]) -> Iterator[SourceFile | Skipped | str]:

@@ -10,6 +10,13 @@ passage, and the reader refuses to return such an answer.
 When nothing in the context is close enough (or the context is empty) the reader abstains
 and says so, with the best score it saw. ``abstention_rate`` and ``citation_accuracy``
 measure a batch of answers against the judged relevant pages.
+
+A relevant page is not yet support. A numpy page's See Also section lists other pages with
+their one-line descriptions ("concatenate : Join a sequence of arrays along an existing
+axis."), so a sentence copied from page P can be page Q's description. ``copied_sentence``
+tells such a sentence from P's own text, ``strict_citation_accuracy`` counts a citation only
+when its page is relevant and one of the sentences cited with it is that page's own text,
+and ``copied_sentences`` counts the copies, overall and among the relevant-page citations.
 """
 from __future__ import annotations
 
@@ -172,19 +179,140 @@ class CitationScores:
 
 def citation_accuracy(answers: Sequence[Answer],
                       relevant_by_question: Mapping[str, Collection[str]]) -> CitationScores:
-    """How many of the answered questions' citations point to a relevant page (doc id)."""
+    """How many of the answered questions' citations point to a relevant page (doc id).
+
+    This is the lenient rule: a citation of a relevant page counts even when the sentence
+    cited is a See Also entry describing another page (``strict_citation_accuracy``).
+    """
+    return _citation_scores(answers, relevant_by_question, None)
+
+
+def strict_citation_accuracy(answers: Sequence[Answer], relevant_by_question: Mapping[str, Collection[str]],
+                             pages: Mapping[str, str]) -> CitationScores:
+    """``citation_accuracy`` where a citation counts only when it also cites the page's own text.
+
+    A citation is correct when its page is relevant and at least one of the answer's
+    sentences cited with it is not copied (``copied_sentence``): the page's own words, not a
+    See Also line describing another page. A citation with no sentence in the evidence has
+    nothing to check and does not count. ``pages`` maps a doc id to the page's Markdown as it
+    was indexed (``export_markdown``'s files, or ``{d.doc_id: d.markdown(summary=False) for d in
+    corpus.documents}``); only the relevant pages that are cited are read. The denominators are
+    those of ``citation_accuracy``, so the strict figures are never above the lenient ones.
+    """
+    return _citation_scores(answers, relevant_by_question, pages)
+
+
+def _citation_scores(answers: Sequence[Answer], relevant_by_question: Mapping[str, Collection[str]],
+                     pages: Mapping[str, str] | None) -> CitationScores:
     answered = [a for a in answers if not a.abstained]
     citations = correct = with_correct = 0
     for answer in answered:
-        if answer.question not in relevant_by_question:
-            raise ValueError(f"relevant_by_question has no entry for the question {answer.question!r}")
-        relevant = set(relevant_by_question[answer.question])
-        hits = sum(citation_doc_id(c) in relevant for c in answer.citations)
+        relevant = _relevant(answer, relevant_by_question)
+        hits = 0
+        for citation in answer.citations:
+            if citation_doc_id(citation) not in relevant:
+                continue
+            if pages is None or any(cited == citation and not copied_sentence(sentence, cited, pages)
+                                    for sentence, cited, _ in answer.evidence):
+                hits += 1
         citations += len(answer.citations)
         correct += hits
         with_correct += hits > 0
     return CitationScores(len(answered), citations, correct, _share(correct, citations),
                           with_correct, _share(with_correct, len(answered)))
+
+
+def _relevant(answer: Answer, relevant_by_question: Mapping[str, Collection[str]]) -> set[str]:
+    if answer.question not in relevant_by_question:
+        raise ValueError(f"relevant_by_question has no entry for the question {answer.question!r}")
+    return set(relevant_by_question[answer.question])
+
+
+_SEE_ALSO_HEADING = "## See Also"
+
+
+def see_also_section(page: str) -> str:
+    """The text of a page's See Also section: the lines under ``## See Also`` up to the next heading.
+
+    ``page`` is Markdown as ``ApiDocument.markdown`` writes it (sections under ``## ``
+    headings); a page without the section gives ``""``.
+    """
+    return _see_also_and_rest(page)[0]
+
+
+def _see_also_and_rest(page: str) -> tuple[str, str]:
+    """The page's See Also section, and the page without it (heading and section removed)."""
+    lines = page.splitlines()
+    stripped = [line.rstrip() for line in lines]
+    if _SEE_ALSO_HEADING not in stripped:
+        return "", page
+    heading = stripped.index(_SEE_ALSO_HEADING)
+    end = next((i for i in range(heading + 1, len(lines)) if lines[i].startswith(("# ", "## "))), len(lines))
+    return "\n".join(lines[heading + 1:end]).strip(), "\n".join(lines[:heading] + [""] + lines[end:])
+
+
+def _key(text: str) -> str:
+    """Text compared as the reader compares sentences: whitespace runs made one space, lower case."""
+    return " ".join(text.split()).lower()
+
+
+def copied_sentence(sentence: str, citation: str, pages: Mapping[str, str]) -> bool:
+    """Whether ``sentence``, cited as ``citation``, is a See Also entry of the cited page, not its own text.
+
+    The rule: after whitespace and case are normalised, the sentence lies inside the cited
+    page's See Also section (``see_also_section``), and it is not also a whole sentence of
+    the rest of the page. Every See Also entry counts, with or without a description: an
+    entry names another page ("sum : Sum array elements.", "ndarray.transpose : Equivalent
+    method.", "scipy.interpolate") and says nothing the cited page itself claims. Containment
+    rather than equality, so a sentence from a chunk that starts or ends inside the section
+    is still recognised. ``pages`` maps a doc id to the page's Markdown as indexed; a cited
+    page that is missing raises ``ValueError``.
+    """
+    page_id = citation_doc_id(citation)
+    if page_id not in pages:
+        raise ValueError(f"pages has no text for the cited page {page_id!r} (citation {citation!r})")
+    section, rest = _see_also_and_rest(pages[page_id])
+    key = _key(sentence)
+    if not key or key not in _key(section):
+        return False
+    from .ingest import split_sentences
+
+    return key not in {_key(own) for own in passage_sentences(rest, split_sentences)}
+
+
+@dataclass(frozen=True)
+class CopiedSentences:
+    """The answered questions' sentences, and those copied from a See Also section (``copied_sentence``).
+
+    ``relevant`` counts the sentences whose citation names a relevant page (what
+    ``citation_accuracy`` rewards) and ``copied_relevant`` the copies among them. Citations
+    are scored, not sentences: a citation whose sentences are all such copies is one that
+    ``citation_accuracy`` credits and ``strict_citation_accuracy`` does not, while a copy
+    cited beside an own sentence of the same passage leaves its citation correct.
+    """
+
+    sentences: int
+    copied: int
+    relevant: int
+    copied_relevant: int
+
+
+def copied_sentences(answers: Sequence[Answer], relevant_by_question: Mapping[str, Collection[str]],
+                     pages: Mapping[str, str]) -> CopiedSentences:
+    """Count the evidence sentences of the answers that did not abstain, and the copies among them."""
+    sentences = copied = relevant_count = copied_relevant = 0
+    for answer in answers:
+        if answer.abstained:
+            continue
+        relevant = _relevant(answer, relevant_by_question)
+        for sentence, citation, _ in answer.evidence:
+            is_copy = copied_sentence(sentence, citation, pages)
+            is_relevant = citation_doc_id(citation) in relevant
+            sentences += 1
+            copied += is_copy
+            relevant_count += is_relevant
+            copied_relevant += is_copy and is_relevant
+    return CopiedSentences(sentences, copied, relevant_count, copied_relevant)
 
 
 def _share(part: int, whole: int) -> float:

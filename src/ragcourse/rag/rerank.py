@@ -105,6 +105,18 @@ class SentenceMaxSimReranker:
         return scores
 
 
+class FusedOrder:
+    """No second stage: every candidate scores 0, so ``rerank`` keeps the first ``keep`` in fused order.
+
+    The condition seed 003 keeps so that an experiment can remove the reranker.
+    """
+
+    name = "none (fused order)"
+
+    def score(self, question: str, texts: list[str]) -> list[float]:
+        return [0.0] * len(texts)
+
+
 class CrossEncoderReranker:
     """A sentence-transformers ``CrossEncoder`` from a local folder: question and passage read together."""
 

@@ -5,8 +5,17 @@ One schema holds one index:
 - ``sources``: one row per file (path relative to the corpus root, content hash, file type,
   timestamp, tenant);
 - ``chunks``: one row per chunk (source, ordinal, character span, text, its hash, the
-  chunker and embedding versions, tenant), with its two search representations: a
-  generated ``tsvector`` (English configuration, GIN index) and a pgvector embedding;
+  chunker and embedding versions, tenant), with its search representations: two generated
+  ``tsvector`` columns, each with a GIN index, and a pgvector embedding. ``search_text`` is
+  seed 003's (PostgreSQL's ``english`` configuration, whose stop list drops ``where``,
+  ``all`` and ``any`` and whose parser keeps ``np.where`` as one token); ``code_text`` splits
+  dotted names at their dots and uses the schema's own ``names`` configuration (English
+  stemming, no stop list), so that an identifier can be found by its parts;
+- ``lexemes`` and ``collection``: term statistics for BM25 inside the database (per tenant:
+  how many chunks hold each lexeme of ``code_text``; how many chunks and lexemes in all),
+  kept in step with the chunks inside each source's own transaction, so a refresh that
+  fails half-way leaves them matching the rows it left (``update_statistics`` recomputes
+  them from scratch, for rows written some other way);
 - ``schema_meta``: what the index was built with (schema version, chunker, embedding model,
   corpus root).
 
@@ -31,11 +40,13 @@ import numpy as np
 from .database import Database, check_schema
 from .ingest import ChunkPolicy, Skipped, SourceFile, discover, read_all
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 READER_ROLE = "ragcourse_reader"
 DEFAULT_TENANT = "public"
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 DIMENSION = 384
+# A dot followed by a letter or underscore becomes a space: numpy.linalg.solve -> numpy linalg solve.
+SPLIT_NAMES = r"regexp_replace(header || ' ' || text, '\.([[:alpha:]_])', ' \1', 'g')"
 
 
 def check_tenant(name: object) -> str:
@@ -43,6 +54,19 @@ def check_tenant(name: object) -> str:
     if not isinstance(name, str) or not TENANT_PATTERN.fullmatch(name):
         raise ValueError(f"tenant must be 1-64 letters, digits, '_', '.' or '-'; got {name!r}")
     return name
+
+
+NAMES_CONFIGURATION = [
+    # Snowball's English stemmer without a stop file: every word is kept, "where" and "all" too.
+    "CREATE TEXT SEARCH DICTIONARY {s}.english_all (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION {s}.names (COPY = pg_catalog.english)",
+    "ALTER TEXT SEARCH CONFIGURATION {s}.names ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, "
+    "word, hword, hword_part WITH {s}.english_all",
+]
+LEXEME_COUNT = (
+    # Lexeme occurrences in a tsvector (BM25's document length); immutable, so a generated column can use it.
+    "CREATE OR REPLACE FUNCTION {s}.lexeme_count(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE "
+    "PARALLEL SAFE AS 'SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::integer FROM unnest($1)'")
 
 
 def _ddl(schema: str) -> list[str]:
@@ -71,21 +95,45 @@ def _ddl(schema: str) -> list[str]:
                chunker text NOT NULL,
                embedding_version text,
                tenant text NOT NULL,
-               search_text tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
+               header text NOT NULL DEFAULT '',
+               search_text tsvector GENERATED ALWAYS AS (to_tsvector('english', header || ' ' || text)) STORED,
+               code_text tsvector GENERATED ALWAYS AS (to_tsvector({{names}}, {SPLIT_NAMES})) STORED,
+               code_length integer GENERATED ALWAYS AS ({{s}}.lexeme_count(to_tsvector({{names}}, {SPLIT_NAMES}))) STORED,
                embedding vector({DIMENSION}),
                UNIQUE (source_id, ordinal))""",
         "CREATE INDEX IF NOT EXISTS chunks_search_text ON {s}.chunks USING gin (search_text)",
+        # An index built by schema version 1 gains the header and the identifier-aware columns in place.
+        "ALTER TABLE {s}.chunks ADD COLUMN IF NOT EXISTS header text NOT NULL DEFAULT ''",
+        f"ALTER TABLE {{s}}.chunks ADD COLUMN IF NOT EXISTS code_text tsvector GENERATED ALWAYS AS "
+        f"(to_tsvector({{names}}, {SPLIT_NAMES})) STORED",
+        f"ALTER TABLE {{s}}.chunks ADD COLUMN IF NOT EXISTS code_length integer GENERATED ALWAYS AS "
+        f"({{s}}.lexeme_count(to_tsvector({{names}}, {SPLIT_NAMES}))) STORED",
+        "CREATE INDEX IF NOT EXISTS chunks_code_text ON {s}.chunks USING gin (code_text)",
+        """CREATE TABLE IF NOT EXISTS {s}.lexemes (
+               tenant text NOT NULL,
+               lexeme text NOT NULL,
+               chunks integer NOT NULL,
+               PRIMARY KEY (tenant, lexeme))""",
+        """CREATE TABLE IF NOT EXISTS {s}.collection (
+               tenant text PRIMARY KEY,
+               chunks integer NOT NULL,
+               total_length bigint NOT NULL)""",
+        "ALTER TABLE {s}.lexemes ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE {s}.collection ENABLE ROW LEVEL SECURITY",
         "CREATE INDEX IF NOT EXISTS chunks_source ON {s}.chunks (source_id)",
         "ALTER TABLE {s}.sources ENABLE ROW LEVEL SECURITY",
         "ALTER TABLE {s}.chunks ENABLE ROW LEVEL SECURITY",
     ]
 
 
+TENANT_TABLES = ("sources", "chunks", "lexemes", "collection")
+
+
 def _policies() -> list[tuple[str, str]]:
     """(table, statement): the reader role sees a row only when its tenant is the transaction's."""
     setting = "current_setting('ragcourse.tenant', true)"
     return [(table, f"CREATE POLICY tenant_rows ON {{s}}.{table} FOR SELECT TO {READER_ROLE} "
-                    f"USING (tenant = {setting})") for table in ("sources", "chunks")]
+                    f"USING (tenant = {setting})") for table in TENANT_TABLES]
 
 
 @dataclass(frozen=True)
@@ -188,6 +236,18 @@ class PgIndex:
 
         return sql.SQL(statement).format(s=sql.Identifier(self.schema))
 
+    def ddl(self, statement: str):
+        """``sql`` for a statement that may also name the schema's ``names`` text-search configuration."""
+        from psycopg import sql
+
+        names = sql.Literal(f'"{self.schema}".names')
+        return sql.SQL(statement).format(s=sql.Identifier(self.schema), names=names)
+
+    @property
+    def names_configuration(self) -> str:
+        """The ``regconfig`` text of the schema's identifier-aware configuration."""
+        return f'"{self.schema}".names'
+
     @property
     def embedding_version(self) -> str | None:
         """What the chunk rows record as their embedding: model and package revision, or None."""
@@ -204,8 +264,16 @@ class PgIndex:
 
         connection = self.connection
         with connection.transaction():
+            connection.execute(self.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
+            configured = connection.execute(
+                "SELECT 1 FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace "
+                "WHERE n.nspname = %s AND c.cfgname = 'names'", [self.schema]).fetchone()
+            if configured is None:
+                for statement in NAMES_CONFIGURATION:
+                    connection.execute(self.sql(statement))
+            connection.execute(self.sql(LEXEME_COUNT))
             for statement in _ddl(self.schema):
-                connection.execute(self.sql(statement))
+                connection.execute(self.ddl(statement))
             role = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [READER_ROLE]).fetchone()
             if role is None:
                 connection.execute(f"CREATE ROLE {READER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
@@ -216,7 +284,8 @@ class PgIndex:
                 if exists is None:
                     connection.execute(self.sql(statement))
             connection.execute(self.sql(f"GRANT USAGE ON SCHEMA {{s}} TO {READER_ROLE}"))
-            connection.execute(self.sql(f"GRANT SELECT ON {{s}}.sources, {{s}}.chunks TO {READER_ROLE}"))
+            connection.execute(self.sql(f"GRANT SELECT ON {{s}}.sources, {{s}}.chunks, {{s}}.lexemes, "
+                                        f"{{s}}.collection TO {READER_ROLE}"))
             self._set_meta(connection, {"schema_version": SCHEMA_VERSION, "chunker": self.policy.version,
                                         "embedding": self.embedding_version or "none"})
         try:
@@ -302,16 +371,50 @@ class PgIndex:
                 kept.append(path)
         for path in removed:
             with self.connection.transaction():
+                row = self.connection.execute(self.sql("SELECT source_id FROM {s}.sources WHERE path = %s"),
+                                              [path]).fetchone()
+                if row is not None:
+                    self._count_terms(row[0], -1)
                 self.connection.execute(self.sql("DELETE FROM {s}.sources WHERE path = %s"), [path])
         with self.connection.transaction():
-            self.connection.execute(self.sql("ANALYZE {s}.sources, {s}.chunks"))  # fresh planner statistics
+            self.connection.execute(self.sql("ANALYZE {s}.sources, {s}.chunks, {s}.lexemes, {s}.collection"))
         return RefreshReport(tuple(added), tuple(updated), tuple(unchanged), tuple(removed), tuple(skipped),
                              tuple(kept), chunks_written, embedded, time.perf_counter() - started)
+
+    def update_statistics(self) -> None:
+        """Recompute BM25's term statistics from the chunk rows, and the planner's statistics."""
+        with self.connection.transaction():
+            self.connection.execute(self.sql("DELETE FROM {s}.lexemes"))
+            self.connection.execute(self.sql("DELETE FROM {s}.collection"))
+            self.connection.execute(self.sql(
+                "INSERT INTO {s}.lexemes SELECT c.tenant, u.lexeme, count(*) FROM {s}.chunks c, "
+                "unnest(c.code_text) u GROUP BY c.tenant, u.lexeme"))
+            self.connection.execute(self.sql(
+                "INSERT INTO {s}.collection SELECT tenant, count(*), sum(code_length) FROM {s}.chunks "
+                "GROUP BY tenant"))
+        with self.connection.transaction():
+            self.connection.execute(self.sql("ANALYZE {s}.sources, {s}.chunks, {s}.lexemes, {s}.collection"))
+
+    def _count_terms(self, source_id: int, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) a source's chunks in the term statistics, in the open transaction."""
+        self.connection.execute(self.sql(
+            "INSERT INTO {s}.lexemes (tenant, lexeme, chunks) SELECT c.tenant, u.lexeme, %s * count(*) "
+            "FROM {s}.chunks c, unnest(c.code_text) u WHERE c.source_id = %s GROUP BY c.tenant, u.lexeme "
+            "ON CONFLICT (tenant, lexeme) DO UPDATE SET chunks = {s}.lexemes.chunks + excluded.chunks"),
+            [sign, source_id])
+        self.connection.execute(self.sql(
+            "INSERT INTO {s}.collection (tenant, chunks, total_length) SELECT tenant, %s * count(*), "
+            "%s * coalesce(sum(code_length), 0) FROM {s}.chunks WHERE source_id = %s GROUP BY tenant "
+            "ON CONFLICT (tenant) DO UPDATE SET chunks = {s}.collection.chunks + excluded.chunks, "
+            "total_length = {s}.collection.total_length + excluded.total_length"), [sign, sign, source_id])
+        if sign < 0:
+            self.connection.execute(self.sql("DELETE FROM {s}.lexemes WHERE chunks <= 0"))
+            self.connection.execute(self.sql("DELETE FROM {s}.collection WHERE chunks <= 0"))
 
     def _write_sources(self, sources: Sequence[SourceFile], progress) -> tuple[int, int]:
         """Chunk, embed (all at once, before any transaction) and write each source in its own transaction."""
         chunked = [(source, self.policy.chunks(source.text)) for source in sources]
-        texts = [chunk.text for _, chunks in chunked for chunk in chunks]
+        texts = [getattr(chunk, "indexed_text", chunk.text) for _, chunks in chunked for chunk in chunks]
         embedded = 0
         vectors = iter(())
         if self.encoder is not None and texts:
@@ -337,18 +440,20 @@ class PgIndex:
                 "file_type = excluded.file_type, file_time = excluded.file_time, tenant = excluded.tenant, "
                 "indexed_at = now() RETURNING source_id"),
                 [source.path, source.content_hash, source.file_type, _to_date(source.timestamp), tenant]).fetchone()[0]
+            self._count_terms(source_id, -1)
             self.connection.execute(self.sql("DELETE FROM {s}.chunks WHERE source_id = %s"), [source_id])
             for chunk, vector in rows:
                 self.insert_chunk(source_id, tenant, chunk, vector)
+            self._count_terms(source_id, 1)
 
     def insert_chunk(self, source_id: int, tenant: str, chunk, vector) -> None:
         """One chunk row (a method of its own so that a test can make it fail half-way)."""
         embedding = None if vector is None else np.asarray(vector, dtype=np.float32)
         self.connection.execute(self.sql(
             "INSERT INTO {s}.chunks (source_id, ordinal, start_char, end_char, text, content_hash, chunker, "
-            "embedding_version, tenant, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+            "embedding_version, tenant, header, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
             [source_id, chunk.ordinal, chunk.start, chunk.end, chunk.text, chunk.content_hash,
-             self.policy.version, self.embedding_version, tenant, embedding])
+             self.policy.version, self.embedding_version, tenant, getattr(chunk, "header", ""), embedding])
 
     # -- vector index -----------------------------------------------------------------------
     def create_hnsw(self, m: int = 16, ef_construction: int = 64) -> float:
@@ -369,6 +474,12 @@ class PgIndex:
         with self.connection.transaction():
             row = self.connection.execute("SELECT to_regclass(%s)", [f"{self.schema}.chunks_embedding_hnsw"]).fetchone()
         return row[0] is not None
+
+    def encoder_window(self) -> int | None:
+        """Tokens the configured encoder reads of a chunk, special tokens included (None without an encoder)."""
+        if self.encoder is None or not hasattr(self.encoder, "token_counts"):
+            return None
+        return int(getattr(self.encoder, "max_tokens", 256))
 
     # -- health -----------------------------------------------------------------------------
     def health(self, root: str | Path | None = None) -> HealthReport:
@@ -397,6 +508,19 @@ class PgIndex:
                                 "(source_id) WHERE c.end_char <= c.start_char OR length(c.text) <> c.end_char - "
                                 "c.start_char ORDER BY 1")
             stored = connection.execute(self.sql("SELECT path, content_hash FROM {s}.sources ORDER BY path")).fetchall()
+            stale_statistics = listing(
+                # over the chunks of a stored source (an orphan chunk is its own check's finding)
+                "SELECT t.tenant FROM (SELECT c.tenant, count(*) AS n, sum(c.code_length) AS total FROM {s}.chunks c "
+                "JOIN {s}.sources USING (source_id) GROUP BY c.tenant) t FULL JOIN {s}.collection c USING (tenant) "
+                "WHERE c.chunks IS DISTINCT FROM t.n OR c.total_length IS DISTINCT FROM t.total ORDER BY 1")
+            texts = (connection.execute(self.sql(
+                "SELECT s.path || '#' || c.ordinal, CASE WHEN c.header = '' THEN c.text "
+                "ELSE c.header || E'\\n' || c.text END FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
+                "ORDER BY s.path, c.ordinal")).fetchall() if self.encoder is not None else [])
+        window, too_long = self.encoder_window(), []
+        if window is not None and texts:
+            counts = self.encoder.token_counts([text for _, text in texts])
+            too_long = [f"{citation} ({n} tokens)" for (citation, _), n in zip(texts, counts) if n > window]
         missing, unreadable, changed = [], [], []
         for path, digest in stored:
             status = _file_status(root / path, digest)
@@ -409,6 +533,10 @@ class PgIndex:
                   wrong_embedding, tuple(versions[:3])),
             Check("chunks without an embedding", no_vector == 0, no_vector),
             Check("chunk spans that do not match their text", not bad_spans, len(bad_spans), tuple(bad_spans[:3])),
+            Check(f"chunks longer than the encoder's window ({window} tokens): their tail is never embedded",
+                  not too_long, len(too_long), tuple(too_long[:3])),
+            Check("tenants whose BM25 term statistics do not match their chunks (refresh to recompute)",
+                  not stale_statistics, len(stale_statistics), tuple(stale_statistics[:3])),
             Check("sources whose file is missing", not missing, len(missing), tuple(missing[:3])),
             Check("sources whose file cannot be read", not unreadable, len(unreadable), tuple(unreadable[:3])),
             Check("sources whose file changed since indexing", not changed, len(changed), tuple(changed[:3])),

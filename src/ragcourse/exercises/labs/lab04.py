@@ -86,7 +86,7 @@ def scratch_index(schema: str, ids: Sequence[str], encoder=None, tenant_of: Call
     try:
         folder = write_files(ids, workspace / "files")
         database = open_database(temporary=True)
-        index = PgIndex(database, schema, policy or ChunkPolicy("sentences"), encoder, tenant_of)
+        index = PgIndex(database, schema, policy or ChunkPolicy.seed("sentences"), encoder, tenant_of)
         index.drop()
         index.refresh(folder)
         yield index

@@ -1,0 +1,51 @@
+"""The in-memory retrievers of the ``search`` command, by name, each over its lab's chunks.
+
+``lexical`` and ``bm25`` use lab 01's paragraphs (800 characters); ``tfidf`` and ``dense`` lab
+02's word windows (60 words, 20 overlap); ``hybrid`` is lab 03's final configuration:
+recursive chunks of 800 characters with the page title and section heading written in
+front, BM25 and dense fused by RRF (k = 60). Lab 04 compares its final system with each of
+them on the same questions, so they are built here once, not in the command line.
+"""
+from __future__ import annotations
+
+IN_MEMORY = ("lexical", "bm25", "tfidf", "dense", "hybrid")
+
+
+def build_retriever(name: str, corpus=None):
+    """The named retriever over its lab's chunks of ``corpus`` (the installed numpy reference by default)."""
+    from ..corpus.apidocs import load_corpus
+    from .chunkers import chunk_corpus, pack_paragraphs, word_windows
+    from .retrievers import Bm25Retriever, DenseRetriever, LexicalRetriever, TfidfRetriever
+
+    if name not in IN_MEMORY:
+        raise ValueError(f"retriever must be one of {', '.join(IN_MEMORY)}; got {name!r}")
+    corpus = corpus if corpus is not None else load_corpus()
+    if name in ("lexical", "bm25"):
+        chunks = chunk_corpus(corpus.documents, pack_paragraphs, max_chars=800)
+        return LexicalRetriever(chunks) if name == "lexical" else Bm25Retriever(chunks)
+    if name == "hybrid":
+        return hybrid_retriever(corpus)
+    chunks = chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)
+    if name == "tfidf":
+        return TfidfRetriever(chunks)
+    from .dense import DenseEncoder
+
+    return DenseRetriever(chunks, DenseEncoder())
+
+
+def hybrid_retriever(corpus):
+    """Lab 03's winner: recursive 800-character chunks with headers, BM25 and dense fused (RRF, k = 60)."""
+    from .dense import DenseEncoder
+    from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
+    from .splitters import recursive_chunks, with_header
+
+    chunks = [with_header(chunk, d.title) for d in corpus.documents for chunk in recursive_chunks(d, chunk_size=800)]
+    return HybridRetriever(Bm25Retriever(chunks), DenseRetriever(chunks, DenseEncoder()))
+
+
+def answers(name: str, questions: list[str], corpus=None) -> list[list]:
+    """Each question's document hits from the named retriever (built once)."""
+    retriever = build_retriever(name, corpus)
+    if hasattr(retriever, "search_many"):
+        return retriever.search_many(questions)
+    return [retriever.search(q) for q in questions]

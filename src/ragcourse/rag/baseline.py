@@ -10,7 +10,7 @@ be followed back from the reader to the rows it came from.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -51,11 +51,13 @@ class Trace:
         return list(dict.fromkeys(sp.passage.doc_id for sp in self.stage(name)))
 
     def to_dict(self) -> dict:
-        """The trace as plain JSON-ready data."""
+        """The trace as plain JSON-ready data (with ``dense_search`` when the dense path was approximate)."""
         def rows(stage):
             return [{"citation": sp.passage.citation, "score": round(sp.score, 6), "rank": sp.rank}
                     for sp in stage]
 
+        search = self.candidates.dense_search
+        approximate = {} if search is None or search.exact else {"dense_search": asdict(search)}
         return {
             "question": self.question, "tenant": self.tenant,
             "answer": {"text": self.answer.text, "citations": list(self.answer.citations),
@@ -70,6 +72,7 @@ class Trace:
                         "tokens": self.context.tokens, "characters": self.context.characters,
                         "repeated_characters": self.context.repeated_characters},
             "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+            **approximate,
         }
 
     def lines(self) -> list[str]:
@@ -78,6 +81,8 @@ class Trace:
         out = [f"question: {self.question}  (tenant {self.tenant})",
                f"full text: {len(c.full_text)} candidates   dense: {len(c.dense)}   "
                f"fused union: {c.union_size}",
+               *([f"dense search: {c.dense_search.line()}"]
+                 if c.dense_search is not None and not c.dense_search.exact else []),
                f"reranker: {r.name}; scored {r.scored}, kept {len(r.ranked)}, "
                f"{r.truncated} cut at 2,000 characters"]
         for sp in r.ranked:
@@ -120,7 +125,7 @@ class Baseline:
             vector = self.encoder.encode([question])[0]
         encoded = time.perf_counter()
         found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
-                           self.lexical)
+                           lexical=self.lexical)
         before_rerank = time.perf_counter()
         reranked = rerank(self.reranker, question, [sp.passage for sp in found.fused], keep=self.keep)
         ranked = time.perf_counter()

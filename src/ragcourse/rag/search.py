@@ -14,6 +14,11 @@
     and each matching chunk's term frequencies. ``tests/rag`` checks it equals ``bm25s``.
 - Dense: pgvector's cosine distance ``<=>`` between the question's MiniLM vector and each
   chunk's, exhaustive (index scans off) or through the HNSW index when one exists.
+  pgvector 0.6 applies row-level security *after* the index: HNSW hands over its
+  ``hnsw.ef_search`` nearest rows of the whole table, and a small tenant may own few of
+  them or none. So an approximate search that comes back short is repaired (``exact=False``,
+  ``guaranteed=True``, the default): see ``_guarded_dense_rows``. Every dense result says
+  what it took (``DenseSearch``).
 - Fusion: reciprocal rank fusion (k = 60, ranks from 1) over up to 30 candidates per path.
   The union of the two lists can hold up to 60 chunks: a fixed budget per path is not a
   fixed total budget, so the union's size is reported with every result.
@@ -23,6 +28,7 @@ text-search parser, so no character of it can change the statement or the query 
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -43,6 +49,7 @@ LEXICAL = ("english", "names", "bm25")
 DEFAULT_LEXICAL = "english"
 BM25_K1 = 1.2
 BM25_B = 0.75
+MAX_EF_SEARCH = 1000        # pgvector 0.6's upper bound for hnsw.ef_search
 COLUMNS = ("c.chunk_id, s.path, c.ordinal, c.start_char, c.end_char, c.text, c.tenant")
 
 
@@ -147,6 +154,171 @@ def _dense_rows(connection, index: PgIndex, vector: np.ndarray, limit: int, exac
     return _passages(connection.execute(statement, [vector, vector, limit]).fetchall())
 
 
+@dataclass(frozen=True)
+class DenseSearch:
+    """What one dense search did to return its rows.
+
+    ``index_rows`` is what the first search returned: for ``exact=False``, HNSW's
+    ``ef_search`` nearest rows of the whole table after row-level security removed the other
+    tenants' (the unguarded result; unless the planner, estimating the tenant small, read
+    the table instead of the index). When that fell short of ``limit``, the tenant's rows with
+    an embedding were counted in the same session (``visible``; the count stops at
+    ``count_bound(limit)``, past anything the repair needs to know), and while fewer
+    than ``needed`` had come back the search was repeated with a larger ``ef_search``
+    (``retries``), then run exhaustively (``fell_back``). ``ef_search`` is the value of the
+    last HNSW search when it was known (passed in, or read at a shortfall), else None.
+    """
+
+    limit: int
+    exact: bool
+    index_rows: int
+    rows: int
+    guaranteed: bool = True
+    visible: int | None = None
+    retries: int = 0
+    ef_search: int | None = None
+    fell_back: bool = False
+
+    @property
+    def needed(self) -> int | None:
+        """min(limit, the tenant's rows with an embedding), when they were counted; else None."""
+        return None if self.visible is None else min(self.limit, self.visible)
+
+    @property
+    def repaired(self) -> bool:
+        """Whether the rows returned are not the first search's (a retry or the exact fallback)."""
+        return self.retries > 0 or self.fell_back
+
+    def line(self) -> str:
+        """One line: how the rows were found."""
+        if self.exact:
+            return f"exact search: {self.rows} of {self.limit} rows"
+        head = f"HNSW returned {self.index_rows} of {self.limit} rows"
+        if self.visible is None:
+            setting = "" if self.ef_search is None else f" (ef_search {self.ef_search})"
+            unguarded = "" if self.guaranteed or self.index_rows >= self.limit else "; not repaired (guaranteed=False)"
+            return head + setting + unguarded
+        bound = count_bound(self.limit)
+        visible = f"{self.visible:,}" if self.visible < bound else f"{bound - 1:,}+"
+        steps = []
+        if self.retries:
+            retries = f"{self.retries} {'retry' if self.retries == 1 else 'retries'}"
+            steps.append(f"{retries} up to ef_search {self.ef_search}")
+        if self.fell_back:
+            steps.append("exact search")
+        done = ", then ".join(steps) or "nothing more to find"
+        return f"{head}; the tenant holds {visible}; {done}: {self.rows} rows"
+
+
+class DenseRows(list):
+    """The passages of one dense search, best first (a plain list otherwise), and ``search``: how they were found."""
+
+    def __init__(self, passages, search: DenseSearch):
+        super().__init__(passages)
+        self.search = search
+
+
+def next_ef_search(ef_search: int, found: int, needed: int) -> int:
+    """The next ``hnsw.ef_search`` after a search at ``ef_search`` found ``found`` of ``needed`` rows.
+
+    The last search's yield (found / ef_search) is the tenant's share near this question;
+    the next search asks for twice what that share predicts, at least twice the last
+    ``ef_search``, and at most pgvector's 1,000.
+    """
+    projected = math.ceil(2 * ef_search * needed / max(found, 1))
+    return min(MAX_EF_SEARCH, max(2 * ef_search, projected))
+
+
+def count_bound(limit: int) -> int:
+    """Where a shortfall's count of the tenant's rows stops: max(limit, 1,000) + 1.
+
+    The repair needs min(limit, rows) and whether the rows outnumber any ``ef_search`` it
+    could try (at most 1,000), nothing more; so a large tenant's count ends early.
+    """
+    return max(limit, MAX_EF_SEARCH) + 1
+
+
+def _shortfall_state(connection, index: PgIndex, limit: int) -> tuple[int, str, str, str]:
+    """(the tenant's rows with an embedding, up to ``count_bound(limit)``; ef_search; enable_indexscan; enable_seqscan).
+
+    One round trip, in the reader's session, so row-level security applies to the count.
+    """
+    return connection.execute(index.sql(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM {s}.chunks WHERE embedding IS NOT NULL LIMIT %s) AS v), "
+        "current_setting('hnsw.ef_search'), current_setting('enable_indexscan'), current_setting('enable_seqscan')"),
+        [count_bound(limit)]).fetchone()
+
+
+def _guarded_dense_rows(connection, index: PgIndex, vector: np.ndarray, limit: int,
+                        ef_search: int | None = None, restore: bool = True) -> DenseRows:
+    """An HNSW search that returns min(limit, the tenant's rows) rows, however few of them the index's candidates hold.
+
+    1. The HNSW search as it stands (the unguarded result). ``limit`` rows: done, at no
+       extra cost.
+    2. Short: count the tenant's rows (same session, row-level security applies; the count
+       stops at ``count_bound(limit)``). When the search already holds min(limit, that
+       count), the tenant has no more.
+    3. Otherwise raise ``hnsw.ef_search`` to ``next_ef_search`` and search again, for as
+       long as that is cheaper than the exact search: an HNSW search over ef_search
+       candidates costs about as much as scoring ef_search rows exactly, so once the next
+       ef_search reaches the tenant's row count, or the last search ran at pgvector's cap of
+       1,000, the search runs exhaustively instead (index scans off, sequential scans on),
+       which cannot fall short: row-level security then filters before the ranking. (Each
+       statement reads a fresh snapshot: rows deleted between the count and the search
+       would show in the report as ``rows`` below ``needed``, not be hidden.)
+
+    A tenant with a small share of the table goes exact after one HNSW search; a large
+    tenant whose rows happen to be sparse near the question gets a retry. With ``restore``
+    the settings are put back before returning, so a session shared by a batch of
+    questions starts every question the same way (``dense`` skips it: its transaction ends).
+    """
+    limit = _check_limit(limit)
+    rows = _dense_rows(connection, index, vector, limit, exact=False)
+    first = len(rows)
+    if first >= limit:
+        return DenseRows(rows, DenseSearch(limit, False, first, first, ef_search=ef_search))
+    visible, ef_before, index_scans, seq_scans = _shortfall_state(connection, index, limit)
+    needed = min(limit, int(visible))
+    ef, retries, fell_back = int(ef_before), 0, False
+    while len(rows) < needed:
+        proposed = next_ef_search(ef, len(rows), needed)
+        if ef >= MAX_EF_SEARCH or proposed >= visible:
+            connection.execute("SELECT set_config('enable_indexscan', 'off', true), "
+                               "set_config('enable_seqscan', 'on', true)")
+            rows = _dense_rows(connection, index, vector, limit, exact=True)
+            fell_back = True
+            break
+        ef, retries = proposed, retries + 1
+        connection.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef)])
+        rows = _dense_rows(connection, index, vector, limit, exact=False)
+    if restore and (retries or fell_back):
+        connection.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_indexscan', %s, true), "
+                           "set_config('enable_seqscan', %s, true)", [ef_before, index_scans, seq_scans])
+    return DenseRows(rows, DenseSearch(limit, False, first, len(rows), True, int(visible), retries, ef, fell_back))
+
+
+def _check_limit(limit: object) -> int:
+    from ..lesson.params import check_positive_int
+
+    return check_positive_int("limit", limit)
+
+
+def _check_guaranteed(guaranteed: object) -> bool:
+    if not isinstance(guaranteed, bool):
+        raise ValueError(f"guaranteed must be True or False; got {guaranteed!r}")
+    return guaranteed
+
+
+def _search_dense(connection, index: PgIndex, vector: np.ndarray, limit: int, exact: bool, guaranteed: bool,
+                  ef_search: int | None = None, restore: bool = True) -> DenseRows:
+    """The dense rows in an open reader session, with their ``DenseSearch``."""
+    if exact or not guaranteed:
+        rows = _dense_rows(connection, index, vector, limit, exact)
+        return DenseRows(rows, DenseSearch(limit, exact, len(rows), len(rows), guaranteed,
+                                           ef_search=None if exact else ef_search))
+    return _guarded_dense_rows(connection, index, vector, limit, ef_search, restore)
+
+
 def full_text(index: PgIndex, question: str, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT,
               lexical: str = DEFAULT_LEXICAL) -> list[ScoredPassage]:
     """Chunks matching any term of the question, best score first (``lexical``), ties by chunk id."""
@@ -157,23 +329,37 @@ def full_text(index: PgIndex, question: str, limit: int = PER_PATH, tenant: str 
 
 
 def dense(index: PgIndex, vector: np.ndarray, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT,
-          exact: bool = True, ef_search: int | None = None) -> list[ScoredPassage]:
-    """Chunks by cosine similarity (1 - pgvector's ``<=>``), exhaustive or through HNSW (``exact=False``)."""
+          exact: bool = True, ef_search: int | None = None, guaranteed: bool = True) -> DenseRows:
+    """Chunks by cosine similarity (1 - pgvector's ``<=>``), exhaustive or through HNSW (``exact=False``).
+
+    ``ef_search`` (1 to 1,000) sets ``hnsw.ef_search`` for the transaction. With
+    ``exact=False`` and ``guaranteed=True`` a search that row-level security left short is
+    repaired (``_guarded_dense_rows``), so a tenant with at least ``limit`` rows gets
+    ``limit``; ``guaranteed=False`` returns what the index's candidates held, as pgvector
+    does. The result is a list with a ``search`` attribute (``DenseSearch``) saying which.
+    """
+    guaranteed = _check_guaranteed(guaranteed)
+    if ef_search is not None:
+        from ..lesson.params import check_int
+
+        ef_search = check_int("ef_search", ef_search, 1, MAX_EF_SEARCH)
     with index.reader(tenant, exact=exact) as connection:
         if ef_search is not None:
-            connection.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-        return _dense_rows(connection, index, vector, limit, exact)
+            connection.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
+        return _search_dense(connection, index, vector, limit, exact, guaranteed, ef_search, restore=False)
 
 
 @dataclass(frozen=True)
 class Candidates:
-    """Both paths' candidates for one question, their fusion, the union's size and the stage timings."""
+    """Both paths' candidates for one question, their fusion, the union's size, the stage timings,
+    and how the dense rows were found (``dense_search``: an HNSW shortfall repaired, or not)."""
 
     question: str
     full_text: tuple[ScoredPassage, ...]
     dense: tuple[ScoredPassage, ...]
     fused: tuple[ScoredPassage, ...]
     seconds: dict = field(default_factory=dict)
+    dense_search: DenseSearch | None = None
 
     @property
     def union_size(self) -> int:
@@ -190,20 +376,25 @@ def fuse(lists: list[list[ScoredPassage]], constant: float = RRF_CONSTANT) -> li
 
 def candidates(index: PgIndex, question: str, vector: np.ndarray, per_path: int = PER_PATH,
                tenant: str = DEFAULT_TENANT, exact: bool = True, constant: float = RRF_CONSTANT,
-               session=None, lexical: str = DEFAULT_LEXICAL) -> Candidates:
+               session=None, guaranteed: bool = True, lexical: str = DEFAULT_LEXICAL) -> Candidates:
     """Run both paths for one question and fuse them.
 
     Both queries run in one read-only session for ``tenant``: a new one, or ``session``
-    (an open ``index.reader(tenant, exact)``, shared by a batch of questions).
+    (an open ``index.reader(tenant, exact)``, shared by a batch of questions). With
+    ``exact=False`` the dense path is repaired as in ``dense`` (``guaranteed``), inside that
+    session, and leaves its settings as it found them; the dense time includes the repair.
     """
+    guaranteed = _check_guaranteed(guaranteed)
     if session is None:
         with index.reader(tenant, exact=exact) as connection:
-            return candidates(index, question, vector, per_path, tenant, exact, constant, connection, lexical)
+            return candidates(index, question, vector, per_path, tenant, exact, constant, connection, guaranteed,
+                              lexical)
     started = time.perf_counter()
     words = _full_text_rows(session, index, question, per_path, lexical)
     middle = time.perf_counter()
-    semantic = _dense_rows(session, index, vector, per_path, exact)
+    semantic = _search_dense(session, index, vector, per_path, exact, guaranteed)
     ended = time.perf_counter()
     fused = fuse([words, semantic], constant)
     return Candidates(question, tuple(words), tuple(semantic), tuple(fused),
-                      {"full text": middle - started, "dense": ended - middle, "fusion": time.perf_counter() - ended})
+                      {"full text": middle - started, "dense": ended - middle, "fusion": time.perf_counter() - ended},
+                      semantic.search)

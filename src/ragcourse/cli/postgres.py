@@ -212,21 +212,22 @@ def _policy_from_version(version: str | None):
 
 
 def postgres_document_hits(questions: list[str]) -> list[list]:
-    """``search --retriever postgres``: the fused candidates of the default index, as documents."""
+    """``search --retriever postgres``: lab 04's ranked list (fused candidates, then the second stage), as documents.
+
+    The same list lab 04's repair ladder measures and compares with the other retrievers.
+    """
     from ..engines.retrievers import DocumentHit
 
     _, schema = schema_for(argparse.Namespace(corpus=None, schema=None))
     database, index = _open(schema)
     try:
         _require(index, schema, None)
-        from ..rag.search import candidates
+        from ..rag.baseline import Baseline
 
-        vectors = index.encoder.encode(questions)
         results = []
-        for question, vector in zip(questions, vectors):
-            found = candidates(index, question, vector)
+        for trace in Baseline(index, index.encoder).ask_many(questions):
             seen, hits = set(), []
-            for sp in found.fused:
+            for sp in trace.stage("reranked"):
                 if sp.passage.doc_id not in seen:
                     seen.add(sp.passage.doc_id)
                     hits.append(DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score))

@@ -8,8 +8,9 @@ Each retriever uses its lab's chunks: ``lexical`` and ``bm25`` lab 01's paragrap
 characters), ``tfidf`` and ``dense`` lab 02's word windows (60 words, 20 overlap);
 ``hybrid`` is lab 03's final configuration: recursive chunks of 800 characters with the
 page title and section heading written in front, BM25 and dense fused by RRF (k = 60);
-``postgres`` is lab 04's index (built by ``python -m ragcourse index``): PostgreSQL full
-text and pgvector, 30 candidates each, fused by RRF (k = 60).
+``postgres`` is lab 04's system over its index (built by ``python -m ragcourse index``: sentences
+packed to the encoder's window): PostgreSQL full text and pgvector, 30 candidates each, fused
+by RRF (k = 60), then the MiniLM re-scorer's 8, the configuration lab 04's repair ladder kept.
 Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter
 inside the search (before the top k is cut), so a filter never leaves fewer than k results
 when k visible pages match. The model loads once per call, however many questions the

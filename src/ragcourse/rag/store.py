@@ -434,14 +434,16 @@ class PgIndex:
         """Replace one source and its chunks in a single transaction (all or nothing)."""
         tenant = check_tenant(self.tenant_of(source.path))
         with self.connection.transaction():
-            source_id = self.connection.execute(self.sql(
+            row = self.connection.execute(self.sql(
                 "INSERT INTO {s}.sources (path, content_hash, file_type, file_time, tenant) "
                 "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE SET content_hash = excluded.content_hash, "
                 "file_type = excluded.file_type, file_time = excluded.file_time, tenant = excluded.tenant, "
-                "indexed_at = now() RETURNING source_id"),
-                [source.path, source.content_hash, source.file_type, _to_date(source.timestamp), tenant]).fetchone()[0]
-            self._count_terms(source_id, -1)
-            self.connection.execute(self.sql("DELETE FROM {s}.chunks WHERE source_id = %s"), [source_id])
+                "indexed_at = now() RETURNING source_id, xmax = 0"),   # xmax = 0: the row is new
+                [source.path, source.content_hash, source.file_type, _to_date(source.timestamp), tenant]).fetchone()
+            source_id, new = row
+            if not new:   # a new source has no chunks yet: nothing to take away or delete
+                self._count_terms(source_id, -1)
+                self.connection.execute(self.sql("DELETE FROM {s}.chunks WHERE source_id = %s"), [source_id])
             for chunk, vector in rows:
                 self.insert_chunk(source_id, tenant, chunk, vector)
             self._count_terms(source_id, 1)

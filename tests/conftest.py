@@ -88,6 +88,7 @@ NEEDS_EMBEDDINGS = (
     ("notebooks/labs/01-", ()), ("test_lab_runs_in_jupyterlab[01-", ()), ("exercises/labs/lab01-", ()),
     ("notebooks/labs/02-", ("questions", "lab 02")), ("test_lab_runs_in_jupyterlab[02-", ("questions", "lab 02")),
     ("tests/labs/test_dense_numbers.py", ("questions", "lab 02")),
+    ("tests/corpus/test_pooling.py", ("questions", "lab 02")),
     ("exercises/labs/lab02-", ("questions", "lab 02")),
     # lab 04 ends by comparing its final system with every retriever of the search command (labs 01-03's)
     ("notebooks/labs/04-", ("all",)), ("test_lab_runs_in_jupyterlab[04-", ("all",)),

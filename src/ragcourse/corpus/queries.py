@@ -4,7 +4,11 @@
   never indexed, so the query is a short paraphrase the index has not seen verbatim).
 - Judged: questions typed the way a user types them, each with the ids that answer it and
   a style (``word-form``, ``paraphrase``, ``exact-name``, ``plain``); kept in
-  ``data/questions.json``.
+  ``data/questions.json``. The course's authors wrote each question while reading the page
+  it targets, aiming at one style, and listed by hand the pages that answer it. Those lists
+  were then completed by pooling (``data/pooling.json``): the top 10 pages of lab 01's
+  lexical and BM25 retrievers and lab 02's dense retriever, every unlisted page judged by a
+  written rule, and the pages judged relevant added after the listed ones.
 - Unanswerable: questions nothing in the numpy reference answers (lab 04 measures
   abstention on them).
 - Real: how-to questions people asked on public Q&A and tutorial pages, each with the URL
@@ -47,9 +51,25 @@ def _question_file() -> dict:
     return json.loads(resources.files(__package__).joinpath("data", "questions.json").read_text("utf-8"))
 
 
-def judged_questions(corpus: ApiCorpus | None = None) -> list[Question]:
-    """The judged user questions; with ``corpus``, every relevant id is checked to exist."""
-    questions = [Question(q["qid"], q["question"], tuple(q["relevant"]), q["style"])
+@lru_cache(maxsize=1)
+def pooling() -> dict:
+    """The pooling record: what was pooled (retrievers, depth), the rule, and each pooled page's judgement."""
+    return json.loads(resources.files(__package__).joinpath("data", "pooling.json").read_text("utf-8"))
+
+
+def pooled_relevant(qid: str) -> tuple[str, ...]:
+    """The pages pooling added to a judged question (judged relevant, not listed by hand), in page order."""
+    judged = pooling()["judgements"].get(qid, {})
+    return tuple(page for page, verdict in judged.items() if verdict["relevant"])
+
+
+def judged_questions(corpus: ApiCorpus | None = None, pooled: bool = True) -> list[Question]:
+    """The judged user questions; with ``corpus``, every relevant id is checked to exist.
+
+    ``pooled=False`` gives the pages listed by hand only (before pooling completed them).
+    """
+    questions = [Question(q["qid"], q["question"],
+                          tuple(q["relevant"]) + (pooled_relevant(q["qid"]) if pooled else ()), q["style"])
                  for q in _question_file()["judged"]]
     if corpus is not None:
         known = corpus.by_id

@@ -38,6 +38,7 @@ NEW_TENANTS = (("signal_reader", "signal-team"), ("linalg_reader", "linalg-team"
 CORE_SAMPLE = 24          # pages of numpy itself beside the two modules, for the tenant and health checks
 LOSS_STAGES = ("retrieval", "reranking", "assembly", "reader")
 CITED = "cited"           # what lost_at returns when the answer cites a relevant page
+PROBES = 10   # lost_at's probes with a page only the full-text path proposed
 TIGHT = {"per_path": 5, "keep": 3, "budget": ContextBudget(max_passages=2, max_tokens=400)}
 
 
@@ -457,8 +458,24 @@ def check_lost_at(answer: Any) -> list[str]:
             checked += 1
             tally.setdefault(setting, {}).setdefault(expected, 0)
             tally[setting][expected] += 1
+    # Probes: pages that only the full-text path proposed, asked about as if they were the relevant ones,
+    # so that an answer reading one path only cannot agree by luck (on these questions dense finds
+    # nearly everything full text finds).
+    probes = 0
+    for question, trace in zip(judged(), runs[0][1]):
+        only_words = [d for d in trace.documents("full text") if d not in set(trace.documents("dense"))]
+        if not only_words or probes >= PROBES:
+            continue
+        pages = (only_words[0],)
+        tried = f"lost_at(trace of {question.qid} {question.text[:36]!r}, {pages}) (a page only full text proposed)"
+        got = call(lost_at, "lost_at", (trace, pages), tried)
+        expected = reference_lost_at(trace, pages)
+        if got != expected:
+            raise Mismatch(tried, shown(expected), shown(got), first_hint(got, _variants(trace, pages),
+                           "a page that either path proposed was retrieved: go on to the reranked list"))
+        probes += 1
     lines = [f"lost_at agrees with the reference on {checked} traces ({len(judged())} judged questions, two"
-             " settings). Where the evidence was lost:"]
+             f" settings) and on {probes} probes with a page only full text proposed. Where the evidence was lost:"]
     for setting, counts in tally.items():
         lines.append(f"  {setting}: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in (*LOSS_STAGES, CITED)))
     lines.append("Each count points at a different repair: a path that never finds the page, a reranker that")

@@ -128,22 +128,32 @@ DENSE_SQL = (
     "JOIN {s}.sources s USING (source_id) ORDER BY r.distance, c.chunk_id")
 
 
-def _full_text_rows(connection, index: PgIndex, question: str, limit: int,
-                    lexical: str = DEFAULT_LEXICAL) -> list[ScoredPassage]:
+def full_text_statement(index: PgIndex, question: str, limit: int = PER_PATH,
+                        lexical: str = DEFAULT_LEXICAL) -> tuple[object, list | dict] | None:
+    """The statement ``full_text`` runs for ``lexical`` and its parameters; None when the question has no term.
+
+    Exposed so that a plan can be read for exactly what ``full_text`` sends
+    (``benchmarks/lab04_scale.py``, ``tests/rag/test_full_text_plans.py``).
+    """
     if check_lexical(lexical) == "english":
         terms = or_query(question)
-        if not terms:
-            return []
-        return _passages(connection.execute(index.sql(FULL_TEXT_SQL), [terms, limit]).fetchall())
+        return (index.sql(FULL_TEXT_SQL), [terms, limit]) if terms else None
     terms = name_terms(question)
     if not terms:
-        return []
+        return None
     config, query = index.names_configuration, " | ".join(terms)
     if lexical == "names":
-        return _passages(connection.execute(index.sql(NAMES_SQL), [config, query, limit]).fetchall())
-    parameters = {"config": config, "query": query, "words": " ".join(terms), "k1": BM25_K1, "b": BM25_B,
-                  "limit": limit}
-    return _passages(connection.execute(index.sql(BM25_SQL), parameters).fetchall())
+        return index.sql(NAMES_SQL), [config, query, limit]
+    return index.sql(BM25_SQL), {"config": config, "query": query, "words": " ".join(terms), "k1": BM25_K1,
+                                 "b": BM25_B, "limit": limit}
+
+
+def _full_text_rows(connection, index: PgIndex, question: str, limit: int,
+                    lexical: str = DEFAULT_LEXICAL) -> list[ScoredPassage]:
+    statement = full_text_statement(index, question, limit, lexical)
+    if statement is None:
+        return []
+    return _passages(connection.execute(*statement).fetchall())
 
 
 def _dense_rows(connection, index: PgIndex, vector: np.ndarray, limit: int, exact: bool) -> list[ScoredPassage]:
@@ -322,8 +332,9 @@ def _search_dense(connection, index: PgIndex, vector: np.ndarray, limit: int, ex
 def full_text(index: PgIndex, question: str, limit: int = PER_PATH, tenant: str = DEFAULT_TENANT,
               lexical: str = DEFAULT_LEXICAL) -> list[ScoredPassage]:
     """Chunks matching any term of the question, best score first (``lexical``), ties by chunk id."""
-    # The GIN index stays available (bitmap scans), but an OR of a question's words matches most
-    # chunks, so the planner reads the table instead; benchmarks/lab04_scale.py reports the plan.
+    # The reader session leaves bitmap scans on, but row-level security puts the tenant policy ahead of
+    # @@ (ts_match_vq, not LEAKPROOF), so the GIN index cannot serve the match here and every row is read;
+    # benchmarks/lab04_scale.py reports the plans, tests/rag/test_full_text_plans.py pins the limitation.
     with index.reader(tenant) as connection:
         return _full_text_rows(connection, index, question, limit, lexical)
 

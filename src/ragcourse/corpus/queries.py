@@ -10,7 +10,10 @@
   lexical and BM25 retrievers and lab 02's dense retriever, every unlisted page judged by a
   written rule, and the pages judged relevant added after the listed ones.
 - Unanswerable: questions nothing in the numpy reference answers (lab 04 measures
-  abstention on them).
+  abstention on them). Their ``style`` says how far they are from it: ``off-domain`` (other
+  libraries, other subjects) or ``near-domain`` (things people ask numpy to do that it does
+  not: GPUs, HDF5, sparse matrices, image files, time zones, clustering), phrased like the
+  real questions.
 - Real: how-to questions people asked on public Q&A and tutorial pages, each with the URL
   where its title was seen and the numpy ids its accepted answer uses; split once into
   ``dev`` and ``test`` (kept in ``data/real_questions.json``). Some answers name objects
@@ -81,7 +84,7 @@ def judged_questions(corpus: ApiCorpus | None = None, pooled: bool = True) -> li
 
 def unanswerable_questions() -> list[Question]:
     """Questions the numpy reference cannot answer (no relevant ids)."""
-    return [Question(q["qid"], q["question"]) for q in _question_file()["unanswerable"]]
+    return [Question(q["qid"], q["question"], style=q["kind"]) for q in _question_file()["unanswerable"]]
 
 
 def judgements(questions: list[Question]) -> dict[str, tuple[str, ...]]:

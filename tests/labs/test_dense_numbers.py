@@ -22,6 +22,7 @@ from ragcourse.engines.chunkers import TextChunk, chunk_corpus, word_windows
 from ragcourse.engines.dense import DenseEncoder
 from ragcourse.corpus.queries import judged_questions, judgements, self_retrieval
 from ragcourse.engines.retrievers import DenseRetriever, measure, run_questions
+from ragcourse.retrieval.metrics import hit_at_k, mean_measure
 
 LAB = NOTEBOOKS_DIR / "labs" / "02-evaluation-chunks-and-dense.ipynb"
 SELF_QUERIES_TOLERATED, JUDGED_TOLERATED = 2, 1
@@ -53,8 +54,10 @@ def now():
              "chunked": chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)}
     retrievers = {unit: DenseRetriever(chunks, encoder) for unit, chunks in units.items()}
     self_queries, judged = self_retrieval(corpus), judged_questions(corpus)
+    judged_runs = {unit: run_questions(r, judged) for unit, r in retrievers.items()}
     return ({unit: measure(run_questions(r, self_queries), judgements(self_queries)) for unit, r in retrievers.items()},
-            {unit: measure(run_questions(r, judged), judgements(judged)) for unit, r in retrievers.items()},
+            {unit: {**measure(runs, judgements(judged)), "hit@1": mean_measure(runs, judgements(judged), hit_at_k, 1)}
+             for unit, runs in judged_runs.items()},
             len(self_queries), len(judged))
 
 
@@ -69,7 +72,7 @@ def test_self_retrieval_within_two_queries(now):
 
 def test_judged_within_one_question(now):
     stored = stored_judged_rows(stored_stdout())
-    names = ["recall@1", "recall@5", "recall@10", "mrr", "ndcg@10"]
+    names = ["hit@1", "recall@1", "recall@5", "recall@10", "mrr", "ndcg@10"]
     for unit, label in (("whole", "whole-document"), ("chunked", "chunked")):
         for name, value in zip(names, stored[unit]):
             assert abs(now[1][label][name] - value) <= JUDGED_TOLERATED / now[3] + 0.0005, name

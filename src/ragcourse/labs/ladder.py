@@ -17,7 +17,7 @@ from ..rag.baseline import STAGES, Trace
 from ..rag.reader import Answer, citation_doc_id, copied_sentence
 from ..rag.search import dense
 from ..rag.store import PgIndex
-from ..retrieval.metrics import measure
+from ..retrieval.metrics import hit_at_k, mean_measure, measure
 
 
 def stage_runs(traces: Sequence[Trace], questions: Sequence[Question], stage: str) -> dict[str, list[str]]:
@@ -26,9 +26,13 @@ def stage_runs(traces: Sequence[Trace], questions: Sequence[Question], stage: st
 
 
 def stage_scores(traces: Sequence[Trace], questions: Sequence[Question]) -> dict[str, dict[str, float]]:
-    """Recall@1/5/10, MRR and nDCG@10 of documents after every stage (``STAGES``)."""
+    """hit@1, Recall@1/5/10, MRR and nDCG@10 of documents after every stage (``STAGES``)."""
     judged = {q.qid: q.relevant for q in questions}
-    return {stage: measure(stage_runs(traces, questions, stage), judged) for stage in STAGES}
+    scores = {}
+    for stage in STAGES:
+        runs = stage_runs(traces, questions, stage)
+        scores[stage] = {**measure(runs, judged), "hit@1": mean_measure(runs, judged, hit_at_k, 1)}
+    return scores
 
 
 def mean_passages(traces: Sequence[Trace], stage: str) -> float:

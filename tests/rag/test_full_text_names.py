@@ -15,7 +15,6 @@ import math
 import numpy as np
 import pytest
 
-from ragcourse.rag.database import open_database
 from ragcourse.rag.ingest import WINDOW_TOKENS, ChunkPolicy
 from ragcourse.rag.search import LEXICAL, check_question, full_text, name_terms
 from ragcourse.rag.store import PgIndex
@@ -34,13 +33,6 @@ PAGES = {
     "numpy.all.md": "# numpy.all\n\nTest whether all array elements along a given axis evaluate to True.\n",
 }
 WHOLE_PAGE = ChunkPolicy("sentences", size=4000, overlap=0, unit="characters")   # one chunk a page
-
-
-@pytest.fixture(scope="module")
-def database():
-    db = open_database(temporary=True)
-    yield db
-    db.close()
 
 
 @pytest.fixture(scope="module")

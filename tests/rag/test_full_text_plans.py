@@ -26,33 +26,13 @@ from contextlib import contextmanager
 import pytest
 from psycopg import sql
 
-from ragcourse.rag.database import open_database
 from ragcourse.rag.search import LEXICAL, full_text, full_text_statement
 from ragcourse.rag.store import PgIndex
-from test_lab04_database import FakeEncoder, schema_name, write_corpus
-from test_full_text_names import PAGES, WHOLE_PAGE
+from test_full_text_names import pages  # noqa: F401 (the whole-page index fixture, shared)
 
 GIN_INDEX = {"english": "chunks_search_text", "names": "chunks_code_text", "bm25": "chunks_code_text"}
 QUESTION = "np.where with a mask over the array elements"
 PLACEHOLDER = re.compile(r"%\((\w+)\)s|%s|%%")
-
-
-@pytest.fixture(scope="module")
-def database():
-    db = open_database(temporary=True)
-    yield db
-    db.close()
-
-
-@pytest.fixture(scope="module")
-def pages(database, tmp_path_factory):
-    root = write_corpus(tmp_path_factory.mktemp("plans"), PAGES)
-    index = PgIndex(database, schema=schema_name("test_full_text_plans"), policy=WHOLE_PAGE, encoder=FakeEncoder())
-    index.drop()
-    index.refresh(root)
-    yield index
-    index.drop()
-    index.close()
 
 
 RLS_BLOCKS_GIN = pytest.mark.xfail(

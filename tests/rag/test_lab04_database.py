@@ -156,14 +156,6 @@ def tenants_of(passages) -> set[str]:
 
 # ---------------------------------------------------------------- fixtures
 
-@pytest.fixture(scope="module")
-def database():
-    """One temporary embedded PostgreSQL for the whole file (or $RAGCOURSE_DATABASE_URL's server)."""
-    db = open_database(temporary=True)
-    yield db
-    db.close()
-
-
 @pytest.fixture
 def make_index(database, request):
     """A factory of PgIndex objects on this test's own schema (dropped at the end)."""

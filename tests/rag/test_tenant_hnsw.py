@@ -8,7 +8,7 @@ search really falls short), and the tests check the repair of ``rag.search``: re
 larger ``ef_search`` for a large tenant, the exact fallback for a small one, the counters
 that say so, the settings of a shared session put back, and lab 04's measurement.
 
-The fixtures (one embedded PostgreSQL, the fake encoder) are those of test_lab04_database.
+The embedded PostgreSQL is tests/rag/conftest.py's; the fake encoder is test_lab04_database's.
 """
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ from ragcourse.rag import search as search_module
 from ragcourse.rag.baseline import Baseline
 from ragcourse.rag.search import candidates, dense
 from ragcourse.rag.store import PgIndex, counts_by_tenant
-from test_lab04_database import (SMALL, FakeEncoder, database, owner_rows, schema_name,  # noqa: F401
-                                 write_corpus)
+from test_lab04_database import SMALL, FakeEncoder, owner_rows, schema_name, write_corpus
 
 K = 30
 FILES = 300
@@ -37,7 +36,7 @@ def three_tenants(path: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def shared(database, tmp_path_factory):  # noqa: F811
+def shared(database, tmp_path_factory):
     """About 2,400 chunks of random words in three tenants, with the HNSW index (m=16, ef_construction=64).
 
     Its connection plans every statement as a long-lived application connection does after

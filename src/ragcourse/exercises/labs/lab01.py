@@ -9,7 +9,6 @@ failure table does. Every reference is computed from the corpus when the check r
 from __future__ import annotations
 
 import math
-import numbers
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
@@ -18,7 +17,7 @@ from ...engines.chunkers import PARAGRAPH_BREAK, TextChunk, chunk_corpus, pack_p
 from ...engines.lexical import LexicalIndex, lexical_tokens
 from ...engines.retrievers import LexicalRetriever, collapse, measure, run_questions
 from ...labs.failures import CAUSES, count_by_cause, misses, stemmed_index
-from .shared import corpus, judged
+from .shared import corpus, expect_report, judged
 from ..framework import (ExerciseSet, Mismatch, Question as Exercise, call, check_choice, expect_number, first_hint,
                          likely_hint, require_function, shown)
 
@@ -131,14 +130,7 @@ def check_sides(answer: Any) -> list[str]:
         hint = first_hint(tuple(got), hints, "chunk the corpus with pack_paragraphs at max_chars, count the chunks"
                           " and those cut (truncated), and measure IDF overlap (LexicalRetriever) on the judged"
                           f" questions with measure(..., ks=({LAB_K},))")
-        for field, value, reference in zip(REPORT_FIELDS, got, expected):
-            where = f"{tried}, its {field}"
-            if isinstance(reference, int):
-                if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value != reference:
-                    raise Mismatch(where, shown(reference) if reveal else "the reference count (not shown here)",
-                                   shown(value), hint)
-            else:
-                expect_number(value, reference, where, hint, tolerance=EXACT, reveal=reveal)
+        expect_report(tried, got, expected, REPORT_FIELDS, hint, reveal, dict.fromkeys(REPORT_FIELDS, EXACT))
     lines = [f"max_chars_report matches the reference at {len(SIDE_PROBES)} sizes. Both sides of {LAB_MAX_CHARS}:",
              f"  {'max_chars':>9} {'chunks':>7} {'cut':>5} {'lost chars':>11} {'R@5':>6} {'MRR':>6}"]
     for size in (SMALLER, LAB_MAX_CHARS, LARGER):

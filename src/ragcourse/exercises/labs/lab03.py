@@ -17,7 +17,6 @@ split is never read here.
 """
 from __future__ import annotations
 
-import numbers
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
@@ -33,8 +32,8 @@ from ...labs.failures import stemmed_tokens
 from ...labs.practice import CAUSES, ChunkSearch, Evidence, failure_cause, first_rank, rrf, word_share
 from ...labs.real_check import paired
 from ...retrieval.significance import signed, p_text
-from .shared import corpus, judged
-from ..framework import (ExerciseSet, Failed, Mismatch, NotDone, Question as Exercise, call, expect_number,
+from .shared import corpus, expect_report, judged
+from ..framework import (ExerciseSet, Failed, Mismatch, NotDone, Question as Exercise, call,
                          first_hint, is_placeholder, require_function, shown)
 
 SUBSET_MODULES = ("numpy.linalg", "numpy.fft")
@@ -316,15 +315,8 @@ def check_bakeoff(answer: Any) -> list[str]:
         hint = first_hint(tuple(got), hints, "split every subset page with recursive_chunks(page, chunk_chars),"
                           " count the chunks with more tokens than encoder.max_tokens, and measure the dense"
                           f" model's page ranking (DenseRetriever) on the judged questions with measure(...)")
-        for field, value, reference in zip(BAKEOFF_FIELDS, got, expected):
-            where = f"{tried}, its {field}"
-            if isinstance(reference, int):
-                if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value != reference:
-                    raise Mismatch(where, shown(reference) if reveal else "the reference count (not shown here)",
-                                   shown(value), hint)
-            else:
-                tolerance = 1e-12 if field == "past the window" else DENSE_TOLERANCE
-                expect_number(value, reference, where, hint, tolerance=tolerance, reveal=reveal)
+        tolerance = {field: 1e-12 if field == "past the window" else DENSE_TOLERANCE for field in BAKEOFF_FIELDS}
+        expect_report(tried, got, expected, BAKEOFF_FIELDS, hint, reveal, tolerance)
     lines = [f"recursive_report matches the reference at {LAB_CHARS} and {ASKED_CHARS} characters"
              f" (dense within {DENSE_TOLERANCE:g}). On the subset, judged questions:",
              f"  {'chars':>5} {'chunks':>6} {'>256':>6} {'R@5':>6} {'MRR':>6}"]

@@ -232,3 +232,17 @@ def pytest_collection_finish(session):
     if status:
         sys.exit(f"python -m ragcourse prepare failed with status {status}")
     os.environ["RAGCOURSE_PREPARED"] = "1"
+
+
+@pytest.fixture(scope="module")
+def database():
+    """One temporary embedded PostgreSQL for a whole test file (or $RAGCOURSE_DATABASE_URL's server).
+
+    It lives here rather than in ``tests/rag/conftest.py``: a second ``conftest`` module
+    shadows this one for the files that ``from conftest import`` its helpers.
+    """
+    from ragcourse.rag.database import open_database
+
+    db = open_database(temporary=True)
+    yield db
+    db.close()

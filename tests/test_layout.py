@@ -143,3 +143,14 @@ def test_allowed_imports_pass():
     assert violations("from ..lesson.params import check_int\nfrom .rng import make_rng",
                       "ragcourse.world.llm") == []
     assert imported_modules("from . import rng", "ragcourse.world.text") == ["ragcourse.world.rng"]
+
+
+def test_the_tests_have_one_conftest():
+    """Test files ``from conftest import`` shared helpers; a second conftest.py would shadow the first.
+
+    pytest imports every conftest.py outside a package under the one module name ``conftest``,
+    so which file that name means then depends on collection order (a fresh clone's CI failed so).
+    """
+    tests = Path(__file__).parent
+    found = sorted(p.relative_to(tests).as_posix() for p in tests.rglob("conftest.py"))
+    assert found == ["conftest.py"], f"move fixtures into tests/conftest.py, not {found}"

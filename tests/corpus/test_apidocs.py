@@ -114,3 +114,16 @@ def test_the_modules_real_questions_need_are_in_by_their_rules(corpus):
     assert not [d for d in ids if d.startswith(("numpy.char.", "numpy.polynomial.chebyshev."))]
     assert corpus.by_id["numpy.ndarray.item"].kind == "method"
 
+
+
+def test_searched_text_is_text_with_the_summary_after_the_head():
+    """The searched index keeps the summary line; ``text`` (self-retrieval's index) never holds it."""
+    from ragcourse.corpus.apidocs import with_summaries
+
+    corpus = load_corpus()
+    pages = with_summaries(corpus.documents)
+    assert [p.doc_id for p in pages] == [d.doc_id for d in corpus.documents]
+    for document, page in zip(corpus.documents, pages):
+        head, _, rest = document.text.partition("\n\n")
+        assert page.text == "\n\n".join(part for part in (head, document.title, rest) if part)
+        assert document.title not in document.text.split("\n\n")[:2]   # the summary never opens text

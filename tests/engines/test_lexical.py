@@ -67,3 +67,20 @@ def test_stemming_is_applied_to_chunks_and_questions_alike():
     assert "sort" in index.vocabulary and "sorting" not in index.vocabulary   # chunks stemmed
     assert sorted(n for n, _ in index.search("sorted arrays")) == [0, 1]       # the question too
     assert [n for n, _ in Bm25Index(texts, tokenize=plain).search("sorted arrays")] == [1]   # "arrays" only
+
+
+def test_full_strength_is_lab_01s_last_step():
+    """``full_strength`` (what labs 03 and 04 fuse) is lab 01's '+ stemming' analyzer: same words kept, same stems."""
+    from ragcourse.corpus.apidocs import load_corpus
+    from ragcourse.engines.lexical import SHORT_STOPWORDS, Analyzer, document_names, full_strength
+
+    corpus = load_corpus()
+    names = document_names(corpus.documents)
+    strong = full_strength(corpus.documents)
+    assert strong.stemming and strong.stopwords == SHORT_STOPWORDS - names
+    by_hand = Analyzer(SHORT_STOPWORDS, keep=names, stemming=True)
+    for text in ("how do I use np.where to replace values", "turn a matrix upside down", "sorting all the arrays",
+                 corpus.documents[0].text[:500]):
+        assert strong(text) == by_hand(text)
+    assert "where" in strong("np.where") and "all" in strong("all of them") and "down" in strong("upside down")
+    assert strong("sorting arrays") == ["sort", "array"]

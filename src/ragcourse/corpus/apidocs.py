@@ -40,7 +40,7 @@ import warnings
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 MODULES = ("numpy", "numpy.linalg", "numpy.fft", "numpy.random", "numpy.lib.stride_tricks", "numpy.testing",
            "numpy.polynomial.polynomial", "numpy.strings", "numpy.ma")
@@ -77,9 +77,20 @@ class ApiDocument:
     @property
     def text(self) -> str:
         """What is indexed: the name and signature, then every indexed section; never the summary."""
+        return "\n\n".join(self._parts(summary=False))
+
+    def searched_text(self) -> str:
+        """``text`` with the summary line after the name and signature.
+
+        What an index built for people's questions holds: the summary is often the page's best
+        evidence. Only self-retrieval, whose queries are these summaries, must search ``text``.
+        """
+        return "\n\n".join(self._parts(summary=True))
+
+    def _parts(self, summary: bool) -> list[str]:
         head = self.doc_id + (self.signature[self.signature.index("("):] if "(" in self.signature else "")
-        parts = [head] + [f"{section.heading}\n\n{section.text}" for section in self.sections]
-        return "\n\n".join(parts)
+        return ([head] + ([self.title] if summary and self.title else [])
+                + [f"{section.heading}\n\n{section.text}" for section in self.sections])
 
     def markdown(self, summary: bool = True) -> str:
         """The page as Markdown: the id as title, the summary (unless ``summary=False``), then a heading per section."""
@@ -89,6 +100,18 @@ class ApiDocument:
         for section in self.sections:
             lines += [f"## {section.heading}", "", section.text, ""]
         return "\n".join(lines).rstrip("\n") + "\n"
+
+
+class SearchedPage(NamedTuple):
+    """A page as a chunker sees it (``doc_id`` and ``text``), here with its summary line kept."""
+
+    doc_id: str
+    text: str
+
+
+def with_summaries(documents: Sequence[ApiDocument]) -> list[SearchedPage]:
+    """Each page with its summary line indexed (``ApiDocument.searched_text``), ready for ``chunk_corpus``."""
+    return [SearchedPage(d.doc_id, d.searched_text()) for d in documents]
 
 
 @dataclass(frozen=True)

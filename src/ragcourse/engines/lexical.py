@@ -61,6 +61,17 @@ def name_tokens(names: Iterable[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+def document_names(documents: Iterable) -> frozenset[str]:
+    """``name_tokens`` of every page's name and aliases: the words a stop list must keep for this corpus."""
+    return name_tokens(name for d in documents for name in (d.doc_id, *getattr(d, "aliases", ())))
+
+
+def full_strength(documents: Iterable) -> "Analyzer":
+    """Lexical retrieval as a practitioner would run it on ``documents`` (lab 01's last step): Lucene's
+    short stop list, never a word that names a page, and Snowball stems for chunks and questions alike."""
+    return Analyzer(SHORT_STOPWORDS, keep=document_names(documents), stemming=True)
+
+
 class Analyzer:
     """Tokens for lexical retrieval, the same for chunks and questions: lowercased ``[a-z0-9]+``
     runs, minus a stop list (never a word in ``keep``), each optionally replaced by its Snowball stem."""

@@ -58,7 +58,8 @@ def print_headline(runs: Mapping[str, Mapping[str, Runs]], sets: QuestionSets) -
         for set_name, questions in sets.by_name().items():
             values = [sum(scores(by_set[set_name], questions, m)) / len(questions) for m in MEASURES]
             rows.append([system, set_name, len(questions), *values])
-    print_table(rows, [Column("system", 22, align="<"), Column("questions", 10, align="<"), Column("n", 4),
+    width = max([22, *(len(system) for system in runs)])   # 22 unless a system's name is longer
+    print_table(rows, [Column("system", width, align="<"), Column("questions", 10, align="<"), Column("n", 4),
                        Column("hit@1", 7, ".3f"), Column("R@5", 7, ".3f"), Column("MRR", 7, ".3f")])
 
 

@@ -70,7 +70,7 @@ def test_stemming_is_applied_to_chunks_and_questions_alike():
 
 
 def test_full_strength_is_lab_01s_last_step():
-    """``full_strength`` (what labs 03 and 04 fuse) is lab 01's '+ stemming' analyzer: same words kept, same stems."""
+    """``full_strength`` (what lab 03 and ``search --retriever hybrid`` fuse) is lab 01's '+ stemming' analyzer: same words kept, same stems."""
     from ragcourse.corpus.apidocs import load_corpus
     from ragcourse.engines.lexical import SHORT_STOPWORDS, Analyzer, document_names, full_strength
 

@@ -591,6 +591,50 @@ def test_an_exception_half_way_through_a_source_leaves_its_old_rows(make_index, 
     assert report.updated == ("beta.txt",) and index.health(corpus).passed
 
 
+def gin_indexes(index: PgIndex) -> list[str]:
+    with index.connection.transaction():
+        rows = index.connection.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexdef LIKE '%%USING gin%%' ORDER BY 1",
+            [index.schema]).fetchall()
+    return [name for (name,) in rows]
+
+
+def test_a_new_index_builds_its_full_text_indexes_after_the_rows_even_when_the_load_fails(make_index, corpus,
+                                                                                           monkeypatch):
+    """Into an empty index the rows go in first and the GIN indexes are built once after them;
+    a failure half-way through that load still leaves both indexes, and the next refresh finishes."""
+    index = make_index()
+    built: list[str] = []
+    real_create = PgIndex._create_text_indexes
+
+    def watched(self):
+        built.append(gin_indexes(self) == [] and "rows first")   # no GIN index while the rows went in
+        real_create(self)
+
+    monkeypatch.setattr(PgIndex, "_create_text_indexes", watched)
+    calls = []
+    real_insert = PgIndex.insert_chunk
+    fail_at = []
+
+    def counting(self, *args):
+        calls.append(1)
+        if len(calls) == (fail_at or [0])[0]:
+            raise RuntimeError("injected failure")
+        real_insert(self, *args)
+
+    monkeypatch.setattr(PgIndex, "insert_chunk", counting)
+    index.refresh(corpus)                    # a clean load, to count the chunks
+    index.drop()
+    fail_at.append(2 * len(calls))           # the last chunk of the second load: earlier sources commit
+    with pytest.raises(RuntimeError, match="injected failure"):
+        index.refresh(corpus)
+    assert built == ["rows first"] * 2 and gin_indexes(index) == ["chunks_code_text", "chunks_search_text"]
+    assert index.stored_sources()            # not empty any more: the next refresh goes row by row
+    report = index.refresh(corpus)
+    assert built == ["rows first"] * 2 and report.added and index.health(corpus).passed
+    assert gin_indexes(index) == ["chunks_code_text", "chunks_search_text"]
+
+
 CHILD = """
 import os, signal, sys
 sys.path.insert(0, {tests!r})

@@ -127,6 +127,7 @@ def _ddl(schema: str) -> list[str]:
 
 
 TENANT_TABLES = ("sources", "chunks", "lexemes", "collection")
+TEXT_INDEXES = {"chunks_search_text": "search_text", "chunks_code_text": "code_text"}   # the GIN indexes, by column
 
 
 def _policies() -> list[tuple[str, str]]:
@@ -361,7 +362,16 @@ class PgIndex:
                 continue
             (updated if before else added).append(item.path)
             pending.append(item)
-        chunks_written, embedded = self._write_sources(pending, progress)
+        # Into an empty index, the rows go in first and each full-text GIN index is then built once:
+        # maintaining them row by row was about a third of a build (1,631 chunks: 6.0 s, 4.0 s without).
+        bulk = not stored and bool(pending)
+        if bulk:
+            self._drop_text_indexes()
+        try:
+            chunks_written, embedded = self._write_sources(pending, progress)
+        finally:
+            if bulk:
+                self._create_text_indexes()
         removed, listed = [], set(paths)
         for path in sorted(set(stored) - seen):
             if path in listed or _absent(root / path):   # vanished when read, or nothing there
@@ -380,6 +390,16 @@ class PgIndex:
             self.connection.execute(self.sql("ANALYZE {s}.sources, {s}.chunks, {s}.lexemes, {s}.collection"))
         return RefreshReport(tuple(added), tuple(updated), tuple(unchanged), tuple(removed), tuple(skipped),
                              tuple(kept), chunks_written, embedded, time.perf_counter() - started)
+
+    def _drop_text_indexes(self) -> None:
+        with self.connection.transaction():
+            for name in TEXT_INDEXES:
+                self.connection.execute(self.sql(f"DROP INDEX IF EXISTS {{s}}.{name}"))
+
+    def _create_text_indexes(self) -> None:
+        with self.connection.transaction():
+            for name, column in TEXT_INDEXES.items():
+                self.connection.execute(self.sql(f"CREATE INDEX IF NOT EXISTS {name} ON {{s}}.chunks USING gin ({column})"))
 
     def update_statistics(self) -> None:
         """Recompute BM25's term statistics from the chunk rows, and the planner's statistics."""

@@ -63,3 +63,18 @@ def test_a_changed_weighting_would_be_caught(texts):
                    for c, v in zip(matrix.indices[matrix.indptr[r]:matrix.indptr[r + 1]],
                                    matrix.data[matrix.indptr[r]:matrix.indptr[r + 1]])]
     assert max(differences) > 1e-3
+
+
+def test_a_tokenizer_is_applied_to_units_and_questions_alike():
+    """``TfidfIndex(texts, tokenize)`` (lab 02's TF-IDF at full strength): stems on both sides, names kept."""
+    from ragcourse.engines.lexical import SHORT_STOPWORDS, Analyzer
+    from ragcourse.engines.tfidf import TfidfIndex, tfidf_tokens
+
+    texts = ["Sort an array along an axis.", "Return elements chosen where a condition holds.", "Random numbers"]
+    strong = TfidfIndex(texts, Analyzer(SHORT_STOPWORDS, keep={"where"}, stemming=True))
+    assert "sort" in strong.idf and "where" in strong.idf and "sorting" not in strong.idf
+    assert [n for n, _ in strong.search("sorting")] == [0]          # the question is stemmed too
+    assert [n for n, _ in strong.search("where")] == [1]            # a name the default list would drop
+    default = TfidfIndex(texts)
+    assert default.tokenize is tfidf_tokens
+    assert default.search("sorting") == [] and default.search("where") == []

@@ -84,9 +84,9 @@ class TfidfRetriever:
 
     name = "tfidf"
 
-    def __init__(self, chunks: Sequence[TextChunk]):
+    def __init__(self, chunks: Sequence[TextChunk], tokenize: Callable[[str], list[str]] | None = None):
         self.chunks = list(chunks)
-        self.index = TfidfIndex([c.text for c in self.chunks])
+        self.index = TfidfIndex([c.text for c in self.chunks], *([tokenize] if tokenize else []))
 
     def search(self, text: str) -> list[DocumentHit]:
         return collapse((self.chunks[n], s) for n, s in self.index.search(text))

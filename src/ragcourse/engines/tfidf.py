@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Sequence
+from typing import Callable, Sequence
 
 from .lexical import lexical_tokens
 
@@ -23,8 +23,9 @@ def tfidf_tokens(text: str) -> list[str]:
 class TfidfIndex:
     """Sparse TF-IDF vectors of some texts, an inverted index, and cosine search."""
 
-    def __init__(self, texts: Sequence[str]):
-        term_counts = [Counter(tfidf_tokens(t)) for t in texts]
+    def __init__(self, texts: Sequence[str], tokenize: Callable[[str], list[str]] = tfidf_tokens):
+        self.tokenize = tokenize   # the same for units and queries (e.g. ``lexical.full_strength``)
+        term_counts = [Counter(tokenize(t)) for t in texts]
         df: Counter = Counter()
         for counts in term_counts:
             df.update(counts.keys())
@@ -44,7 +45,7 @@ class TfidfIndex:
 
     def embed(self, text: str) -> dict[str, float]:
         """A query's TF-IDF vector, built like a unit's."""
-        return self.vector(Counter(tfidf_tokens(text)))
+        return self.vector(Counter(self.tokenize(text)))
 
     def scores(self, text: str) -> dict[int, float]:
         """Cosine with every unit that shares a term with ``text`` (the others score 0)."""

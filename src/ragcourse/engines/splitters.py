@@ -42,9 +42,10 @@ class HeadedChunk(TextChunk):
         return f"{self.doc_id} > {self.heading}"
 
 
-def markdown_text(document) -> str:
-    """A page as the recursive splitter reads it: the name and signature, then ``## Heading`` per section."""
-    head = document.text.split("\n\n", 1)[0]
+def markdown_text(document, summary: bool = False) -> str:
+    """A page as the recursive splitter reads it: the name and signature (then, with ``summary``, the
+    page's summary line, as in ``ApiDocument.searched_text``), then ``## Heading`` per section."""
+    head = document.text.split("\n\n", 1)[0] + (f"\n\n{document.title}" if summary and document.title else "")
     return head + "".join(f"{SECTION_MARK}{s.heading}\n\n{s.text}" for s in document.sections)
 
 
@@ -117,14 +118,15 @@ def _recursive(text: str, separators: list[str], chunk_size: int, chunk_overlap:
     return chunks
 
 
-def recursive_chunks(document, chunk_size: int = 800) -> list[HeadedChunk]:
-    """A page's recursive chunks (``markdown_text``, the course's separators, no overlap).
+def recursive_chunks(document, chunk_size: int = 800, summary: bool = False) -> list[HeadedChunk]:
+    """A page's recursive chunks (``markdown_text``, the course's separators, no overlap); with
+    ``summary`` the page's summary line is indexed too, after its name and signature.
 
     Each chunk carries, as its ``heading``, the headings of the sections it overlaps, joined
     by commas (``Signature`` when it holds only the name and signature), found by locating
     the chunk in the page's text; ``section`` is the first of them.
     """
-    text = markdown_text(document)
+    text = markdown_text(document, summary)
     bounds = [(0, HEAD_HEADING, 0)]
     cursor = 0
     for number, section in enumerate(document.sections, start=1):

@@ -38,7 +38,8 @@ def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str
 
 
 def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) -> list[str]:
-    """Lab 03: lab 02's 60-word windows, the bake-off's chunkings, pysbd sentences, recursive chunks with headers."""
+    """Lab 03: lab 02's 60-word windows, the bake-off's chunkings, pysbd sentences, recursive chunks with headers
+    and with the summary line."""
     spans = tokenizer_spans(tokenizer)
     segment = pysbd_segmenter()
     recursive = [c for d in corpus.documents for c in recursive_chunks(d, parameters["RECURSIVE_CHARS"])]
@@ -48,6 +49,7 @@ def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) 
     chunks += recursive + [c for d in corpus.documents for c in section_chunks(d)]
     chunks += [u for d in corpus.documents for u in sentence_units(d, segment)]
     chunks += [with_header(c, corpus.by_id[c.doc_id].title) for c in recursive]
+    chunks += [c for d in corpus.documents for c in recursive_chunks(d, parameters["RECURSIVE_CHARS"], summary=True)]
     return [d.text for d in corpus.documents] + [c.text for c in chunks]
 
 

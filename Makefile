@@ -21,7 +21,6 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
-	$(PY) -m ragcourse.batch.compile_ranx
 	@touch $(STAMP)
 
 ## Run every lesson and lab (executed copies and figures go to build/)

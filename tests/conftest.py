@@ -101,6 +101,7 @@ NEEDS_EMBEDDINGS = (
 )   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing
+RANX_STATUS = "RAGCOURSE_RANX_STATUS"         # file the background ranx compile writes its exit status to
 
 
 def needed_groups(nodeid: str) -> tuple[str, ...]:
@@ -136,6 +137,15 @@ def pytest_configure(config):
     config._ragcourse_prepare = subprocess.Popen([sys.executable, "-c", script, str(log), str(status),
                                                   str(progress)], env=environment)
     os.environ[PREPARE_STATUS] = str(status)   # the xdist workers start after this and inherit it
+    # ranx's numba functions, compiled once into numba's disk cache beside prepare, rather than once in each
+    # worker that meets them (python -m ragcourse.batch.compile_ranx; seconds when the cache exists)
+    ranx_status = folder / "ranx"
+    compile_script = ("import subprocess, sys; code = subprocess.call([sys.executable, '-m', "
+                      "'ragcourse.batch.compile_ranx'], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT); "
+                      "open(sys.argv[1], 'w').write(str(code))")
+    config._ragcourse_ranx = subprocess.Popen([sys.executable, "-c", compile_script, str(ranx_status)],
+                                              env=dict(os.environ))
+    os.environ[RANX_STATUS] = str(ranx_status)
     config._ragcourse_prepare_log = log
     if hasattr(config.option, "loadscopereorder"):   # keep our file order (xdist would sort by test count)
         config.option.loadscopereorder = False
@@ -180,8 +190,14 @@ class PrepareGate:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
+        import os
         import time
 
+        if "ranx" in item.nodeid:   # a test that calls ranx waits for its compile (any status: it can compile itself)
+            ranx_done = Path(os.environ.get(RANX_STATUS, "")) if os.environ.get(RANX_STATUS) else None
+            deadline = time.monotonic() + PREPARE_WAIT
+            while ranx_done is not None and not ranx_done.exists() and time.monotonic() < deadline:
+                time.sleep(1)
         groups = needed_groups(item.nodeid)
         if not groups:
             return

@@ -23,6 +23,8 @@ def tfidf_tokens(text: str) -> list[str]:
 class TfidfIndex:
     """Sparse TF-IDF vectors of some texts, an inverted index, and cosine search."""
 
+    tokenize = staticmethod(tfidf_tokens)   # the default, also for an index assembled without __init__
+
     def __init__(self, texts: Sequence[str], tokenize: Callable[[str], list[str]] = tfidf_tokens):
         self.tokenize = tokenize   # the same for units and queries (e.g. ``lexical.full_strength``)
         term_counts = [Counter(tokenize(t)) for t in texts]

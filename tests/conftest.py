@@ -194,9 +194,9 @@ class PrepareGate:
         import time
 
         if "ranx" in item.nodeid:   # a test that calls ranx waits for its compile (any status: it can compile itself)
-            ranx_done = Path(os.environ.get(RANX_STATUS, "")) if os.environ.get(RANX_STATUS) else None
+            ranx_done = Path(os.environ[RANX_STATUS])   # set with PREPARE_STATUS, which registers this gate
             deadline = time.monotonic() + PREPARE_WAIT
-            while ranx_done is not None and not ranx_done.exists() and time.monotonic() < deadline:
+            while not ranx_done.exists() and time.monotonic() < deadline:
                 time.sleep(1)
         groups = needed_groups(item.nodeid)
         if not groups:
@@ -220,6 +220,10 @@ def pytest_sessionstart(session):
 
 
 def pytest_terminal_summary(terminalreporter, config):
+    compiling = getattr(config, "_ragcourse_ranx", None)
+    if compiling is not None and compiling.poll() is None:   # no selected test called ranx: do not leave it running
+        compiling.terminate()
+        compiling.wait()
     process = getattr(config, "_ragcourse_prepare", None)
     if process is None:
         return

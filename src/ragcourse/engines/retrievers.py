@@ -18,7 +18,7 @@ from .bm25 import Bm25Index
 from .chunkers import TextChunk
 from .dense import DenseEncoder, dense_ranking
 from .lexical import LexicalIndex, lexical_tokens
-from .tfidf import TfidfIndex
+from .tfidf import TfidfIndex, tfidf_tokens
 
 RRF_CONSTANT = 60
 
@@ -84,9 +84,9 @@ class TfidfRetriever:
 
     name = "tfidf"
 
-    def __init__(self, chunks: Sequence[TextChunk], tokenize: Callable[[str], list[str]] | None = None):
+    def __init__(self, chunks: Sequence[TextChunk], tokenize: Callable[[str], list[str]] = tfidf_tokens):
         self.chunks = list(chunks)
-        self.index = TfidfIndex([c.text for c in self.chunks], *([tokenize] if tokenize else []))
+        self.index = TfidfIndex([c.text for c in self.chunks], tokenize)
 
     def search(self, text: str) -> list[DocumentHit]:
         return collapse((self.chunks[n], s) for n, s in self.index.search(text))

@@ -161,7 +161,7 @@ def _compare_fit(got: tuple[dict, list], texts: Sequence[str], where: str) -> in
 def index_from(idf: dict, vectors: list) -> TfidfIndex:
     """A TfidfIndex that searches with given weights (the package's search over the student's vectors)."""
     built = TfidfIndex.__new__(TfidfIndex)
-    built.idf, built.vectors, built.postings, built.tokenize = dict(idf), list(vectors), {}, tfidf_tokens
+    built.idf, built.vectors, built.postings = dict(idf), list(vectors), {}   # tokenize: the class default
     for number, vector in enumerate(vectors):
         for term in vector:
             built.postings.setdefault(term, []).append(number)

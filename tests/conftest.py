@@ -151,6 +151,21 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+# The files that take longest, in seconds, as measured in a warm ``make test`` (a timeline of each worker,
+# 2026-12-02); the others take a few seconds each. Only their order matters: xdist gives a worker its next
+# file when the one it runs is nearly done, so two long files handed out last would run one after the other.
+SECONDS = {
+    "tests/test_browser.py": 172, "tests/exercises/test_exercise_grading.py": 160,
+    "tests/test_notebook_runs.py": 140, "tests/test_browser_lab04.py": 130,
+    "notebooks/labs/04-postgres-baseline.ipynb": 125, "tests/test_browser_labs.py": 110,
+    "tests/site/test_site.py": 85, "tests/exercises/test_exercise_checks.py": 68,
+    "tests/exercises/test_lab_exercises.py": 31, "tests/retrieval/test_library_crosschecks.py": 29,
+    "notebooks/labs/03-rag-practice.ipynb": 28, "notebooks/labs/02-evaluation-chunks-and-dense.ipynb": 26,
+    "notebooks/labs/01-lexical-baseline.ipynb": 22, "tests/rag/test_lab04_database.py": 20,
+    "tests/exercises/test_exercise_browser.py": 20,
+}
+
+
 def readiness(nodeid: str) -> int:
     """When a test can start: 0 at once, 1 after lab 02's texts, 2 after lab 04's, 3 after all of them."""
     groups = needed_groups(nodeid)
@@ -163,11 +178,13 @@ def pytest_collection_modifyitems(config, items):
     if not os.environ.get(PREPARE_STATUS):
         return
     # Files in the order their tests can start (pytest-xdist hands out whole files, in this order: see
-    # pytest_configure), the larger first among equals; inside a file, its tests in the order they can start.
+    # pytest_configure), the longest first among equals (so that the last files handed out are short ones
+    # and the two workers finish together); inside a file, its tests in the order they can start.
     files: dict[str, list] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    ranked = sorted(files.values(), key=lambda group: (max(readiness(i.nodeid) for i in group), -len(group)))
+    ranked = sorted(files.values(), key=lambda group: (max(readiness(i.nodeid) for i in group),
+                                                      -SECONDS.get(group[0].nodeid.split("::")[0], 0), -len(group)))
     items[:] = [item for group in ranked for item in sorted(group, key=lambda i: readiness(i.nodeid))]
 
 

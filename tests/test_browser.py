@@ -9,8 +9,8 @@ as a student would) and then checks what the browser shows: every code cell ran,
 in a fresh kernel of the project's Python; no error and nothing on stderr; the lesson's
 documented blocks (``tests/documented/NN-K.txt``) on the page, in order; at least one
 figure drawn. Screenshots go to ``test-output/browser/``. The labs run the same way from
-``tests/test_browser_labs.py`` (a server of their own, so the two files can run side by side
-under ``pytest -n 2 --dist loadfile``).
+``tests/test_browser_labs.py`` and, for lab 04, ``tests/test_browser_lab04.py`` (each file with a
+server of its own, so the files can run side by side under ``pytest -n 2 --dist loadfile``).
 
 Skips when Playwright or ``/usr/bin/chromium`` is missing, unless
 ``RAGCOURSE_REQUIRE_BROWSER=1`` (CI), where that is an error. ``.ci/install-browser.sh``

@@ -154,3 +154,11 @@ def test_the_tests_have_one_conftest():
     tests = Path(__file__).parent
     found = sorted(p.relative_to(tests).as_posix() for p in tests.rglob("conftest.py"))
     assert found == ["conftest.py"], f"move fixtures into tests/conftest.py, not {found}"
+
+
+def test_the_test_schedule_names_files_that_exist():
+    """conftest's SECONDS orders the longest files first; a renamed file would silently lose its place."""
+    from conftest import PROJECT_ROOT, SECONDS
+
+    missing = [path for path in SECONDS if not (PROJECT_ROOT / path).is_file()]
+    assert not missing, f"tests/conftest.py SECONDS names files that do not exist: {missing}"

@@ -599,10 +599,10 @@ def gin_indexes(index: PgIndex) -> list[str]:
     return [name for (name,) in rows]
 
 
-def test_a_new_index_builds_its_full_text_indexes_after_the_rows_even_when_the_load_fails(make_index, corpus,
-                                                                                           monkeypatch):
-    """Into an empty index the rows go in first and the GIN indexes are built once after them;
-    a failure half-way through that load still leaves both indexes, and the next refresh finishes."""
+def test_a_new_index_is_loaded_in_one_transaction_rows_before_its_full_text_indexes(make_index, corpus, monkeypatch):
+    """Into an empty index the rows go in first, then the term statistics and the GIN indexes, once, all in one
+    transaction: a failure half-way leaves the index empty with both GIN indexes, and the next refresh loads it
+    whole, with the same statistics as a recount from the rows."""
     index = make_index()
     built: list[str] = []
     real_create = PgIndex._create_text_indexes
@@ -624,15 +624,26 @@ def test_a_new_index_builds_its_full_text_indexes_after_the_rows_even_when_the_l
 
     monkeypatch.setattr(PgIndex, "insert_chunk", counting)
     index.refresh(corpus)                    # a clean load, to count the chunks
+    assert built == ["rows first"]
+    statistics = term_statistics(index)
     index.drop()
-    fail_at.append(2 * len(calls))           # the last chunk of the second load: earlier sources commit
+    fail_at.append(2 * len(calls))           # the last chunk of the second load
     with pytest.raises(RuntimeError, match="injected failure"):
         index.refresh(corpus)
-    assert built == ["rows first"] * 2 and gin_indexes(index) == ["chunks_code_text", "chunks_search_text"]
-    assert index.stored_sources()            # not empty any more: the next refresh goes row by row
-    report = index.refresh(corpus)
+    assert built == ["rows first"] and gin_indexes(index) == ["chunks_code_text", "chunks_search_text"]
+    assert index.stored_sources() == {} and term_statistics(index) == ([], [])   # nothing written half-way
+    report = index.refresh(corpus)           # empty again: loaded whole, in one transaction
     assert built == ["rows first"] * 2 and report.added and index.health(corpus).passed
     assert gin_indexes(index) == ["chunks_code_text", "chunks_search_text"]
+    assert term_statistics(index) == statistics
+    index.update_statistics()                # a recount from the rows changes nothing
+    assert term_statistics(index) == statistics
+
+
+def term_statistics(index: PgIndex) -> tuple[list, list]:
+    """The index's BM25 statistics, read as the owner: (lexemes rows, collection rows)."""
+    return (owner_rows(index, "SELECT tenant, lexeme, chunks FROM {s}.lexemes ORDER BY 1, 2"),
+            owner_rows(index, "SELECT tenant, chunks, total_length FROM {s}.collection ORDER BY 1"))
 
 
 CHILD = """

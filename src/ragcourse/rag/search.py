@@ -107,7 +107,11 @@ NAMES_SQL = (
     f"SELECT {COLUMNS}, r.score FROM ranked r JOIN {{s}}.chunks c USING (chunk_id) "
     "JOIN {s}.sources s USING (source_id) ORDER BY r.score DESC, c.chunk_id")
 # BM25 from the index's own statistics. Row-level security keeps every table to the reader's
-# tenant, so N, the mean length and each lexeme's document frequency are the tenant's own.
+# tenant, so N, the mean length and each lexeme's document frequency are the tenant's own. Each
+# matching chunk's vector is cut down to the question's lexemes before it is unnested (weight A
+# on those, D on the rest, keep A: the positions, so the term frequencies, are unchanged); this
+# halves the query's time (measured: 102-115 to 51-62 ms a question over 1,411 chunks, the same
+# rows and scores for all 205 judged and real questions).
 BM25_SQL = (
     "WITH terms AS (SELECT DISTINCT u.lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(words)s)) u), "
     "coll AS (SELECT chunks AS n, total_length::float8 / chunks AS mean_length FROM {s}.collection), "
@@ -116,7 +120,8 @@ BM25_SQL = (
     "ranked AS (SELECT c.chunk_id, sum(idf.idf * t.tf / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * c.code_length "
     "/ coll.mean_length))) AS score "
     "FROM {s}.chunks c CROSS JOIN coll CROSS JOIN LATERAL (SELECT u.lexeme, "
-    "coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(c.code_text) u) t JOIN idf USING (lexeme) "
+    "coalesce(array_length(u.positions, 1), 1) AS tf FROM unnest(ts_filter(setweight(setweight(c.code_text, 'D'), "
+    "'A', (SELECT array_agg(lexeme) FROM terms)), '{{a}}')) u) t JOIN idf USING (lexeme) "
     "WHERE c.code_text @@ to_tsquery(%(config)s::regconfig, %(query)s) GROUP BY c.chunk_id "
     "ORDER BY score DESC, c.chunk_id LIMIT %(limit)s) "
     f"SELECT {COLUMNS}, r.score FROM ranked r JOIN {{s}}.chunks c USING (chunk_id) "

@@ -9,7 +9,8 @@
 The database is the embedded PostgreSQL kept in ``<cache dir>/postgres`` (started for the
 command and stopped after it), or the server named by ``$RAGCOURSE_DATABASE_URL``; the
 line naming it goes to stderr, so ``--json`` output stays clean. The default corpus is
-the numpy reference exported as Markdown (summaries left out) into the cache folder; each
+the numpy reference exported as Markdown, each page with its summary line (lab 04's final
+setting), into the cache folder; each
 corpus folder gets its own schema, and an index is never refreshed from a folder other
 than the one it was built from.
 
@@ -63,9 +64,10 @@ def default_corpus() -> Path:
     from ..engines.dense import cache_dir
 
     corpus = load_corpus()
-    folder = cache_dir() / f"numpy-{corpus.numpy_version}-{corpus.fingerprint()[:12]}"
+    # "-summaries": an export from before the summary line was kept is not reused
+    folder = cache_dir() / f"numpy-{corpus.numpy_version}-{corpus.fingerprint()[:12]}-summaries"
     if not folder.is_dir():
-        export_markdown(corpus, folder, summaries=False)
+        export_markdown(corpus, folder, summaries=True)
     return folder
 
 

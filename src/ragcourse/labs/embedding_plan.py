@@ -23,6 +23,7 @@ from ..engines.splitters import (pysbd_segmenter, recursive_chunks, section_chun
                                  tokenizer_spans, with_header)
 from ..rag.ingest import POLICIES, ChunkPolicy, discover, read_source
 from ..rag.reader import SentenceSplitter
+from .ladder import Setting
 
 
 def question_texts(corpus: ApiCorpus) -> list[str]:
@@ -54,7 +55,12 @@ def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) 
 
 
 def lab04_texts(corpus: ApiCorpus) -> list[str]:
-    """Lab 04: the chunks of each policy (seed 003's three, the window-sized default with and without summaries), and their sentences.
+    """Lab 04: the chunks of each index it builds, and their sentences.
+
+    Seed 003's three policies over the pages without their summary line (sections 1-10, where
+    self-retrieval asks for each summary), then every index the repair ladder can reach: its
+    start and its later settings keep the summary line (a required step), so seed 003's
+    sentence packing and the window-sized default, with and without contextual headers.
 
     The re-scorer and the reader compare a question with the sentences of the passages it
     retrieved; which passages those are is known only at run time, so every sentence of every
@@ -63,11 +69,9 @@ def lab04_texts(corpus: ApiCorpus) -> list[str]:
     splitter = SentenceSplitter()
     texts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ragcourse-plan-") as workspace:
-        # Seed 003's three policies over the pages without their summary line, then every index
-        # the repair ladder can reach: the window-sized default with or without the summary line
-        # in the pages and with or without contextual headers.
         plans = [(False, ChunkPolicy.seed(name)) for name in POLICIES]
-        plans += [(summaries, ChunkPolicy(headers=headers)) for summaries in (False, True) for headers in (False, True)]
+        plans += [(True, Setting(policy="seed", summaries=True).chunk_policy())]
+        plans += [(True, ChunkPolicy(headers=headers)) for headers in (False, True)]
         for summaries, policy in plans:
             folder = Path(workspace) / f"history-{int(summaries)}"
             if not folder.exists():

@@ -183,9 +183,9 @@ def pytest_collection_modifyitems(config, items):
     files: dict[str, list] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    ranked = sorted(files.values(), key=lambda group: (max(readiness(i.nodeid) for i in group),
-                                                      -SECONDS.get(group[0].nodeid.split("::")[0], 0), -len(group)))
-    items[:] = [item for group in ranked for item in sorted(group, key=lambda i: readiness(i.nodeid))]
+    ranked = sorted(files.items(), key=lambda file: (max(readiness(i.nodeid) for i in file[1]),
+                                                     -SECONDS.get(file[0], 0), -len(file[1])))
+    items[:] = [item for _, group in ranked for item in sorted(group, key=lambda i: readiness(i.nodeid))]
 
 
 class PrepareGate:

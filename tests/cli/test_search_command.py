@@ -35,6 +35,41 @@ def test_every_retriever_answers_with_documents(retriever, capsys):
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.parametrize("retriever", ["lexical", "bm25", "tfidf"])
+def test_the_searched_chunks_keep_every_summary_line_and_the_pooled_ones_none(retriever):
+    from ragcourse.corpus.apidocs import load_corpus
+    from ragcourse.engines.catalogue import build_retriever
+
+    corpus = load_corpus()
+    flat = lambda text: " ".join(text.split())   # windows join words with single spaces
+
+    def pages(chunks):
+        joined: dict[str, str] = {}
+        for c in chunks:
+            joined[c.doc_id] = joined.get(c.doc_id, "") + " " + flat(c.text)
+        return joined
+
+    kept = pages(build_retriever(retriever, corpus).chunks)
+    left_out = pages(build_retriever(retriever, corpus, summaries=False).chunks)
+    titled = [d for d in corpus.documents if d.title]
+    assert set(kept) == set(left_out) == {d.doc_id for d in corpus.documents}
+    assert all(flat(d.title) in kept[d.doc_id] for d in titled)
+    only_in_summary = [d for d in titled if flat(d.title) not in flat(d.text)]
+    assert len(only_in_summary) > 600 and not any(flat(d.title) in left_out[d.doc_id] for d in only_in_summary)
+
+
+def test_search_bm25_is_lab_01s_last_step_and_the_pool_its_first():
+    from ragcourse.corpus.apidocs import load_corpus
+    from ragcourse.engines.catalogue import build_retriever
+
+    corpus = load_corpus()
+    strong, pooled = build_retriever("bm25", corpus), build_retriever("bm25", corpus, summaries=False)
+    assert strong.index.tokenize("np.where sorting arrays") == ["np", "where", "sort", "array"]   # names kept, stems
+    assert "where" not in pooled.index.tokenize("np.where sorting arrays")                     # lab 01's first stop list
+    with pytest.raises(ValueError, match="summaries must be True or False"):
+        build_retriever("bm25", corpus, summaries="yes")
+
+
 def test_exact_name_questions_find_their_page(capsys):
     _, out, _ = run(["numpy linalg inv", "--retriever", "bm25", "-k", "1", "--json"], capsys)
     assert json.loads(out)["results"][0]["doc_id"] == "numpy.linalg.inv"

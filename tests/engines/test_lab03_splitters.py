@@ -99,6 +99,15 @@ def test_sentence_units_know_their_parent_section():
     assert [u.position for u in units] == list(range(len(units)))
 
 
+def test_the_summary_line_joins_the_first_section_and_only_when_asked():
+    plain, kept = section_chunks(Page), section_chunks(Page, summary=True)
+    assert kept[0].text == "numpy.demo(a)\n\nDemonstrate things." and plain[0].text == "numpy.demo(a)"
+    assert [c.text for c in kept[1:]] == [c.text for c in plain[1:]]
+    sentences = [u.text for u in sentence_units(Page, lambda text: text.split(". "), summary=True)]
+    assert "Demonstrate things." in sentences
+    assert "Demonstrate things." not in [u.text for u in sentence_units(Page, lambda text: text.split(". "))]
+
+
 def test_recursive_split_equals_langchain_on_real_pages():
     from ragcourse.corpus.apidocs import load_corpus
 

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.corpus.apidocs import load_corpus
+from ragcourse.corpus.apidocs import load_corpus, with_summaries
 from ragcourse.engines.chunkers import TextChunk, chunk_corpus, word_windows
 from ragcourse.engines.dense import DenseEncoder
 from ragcourse.corpus.queries import judged_questions, judgements, self_retrieval
@@ -41,23 +41,29 @@ def stored_self_lines(text: str) -> dict[str, dict[str, float]]:
     return {unit: {k: float(v) for k, v in re.findall(r"([a-z@0-9]+)=([0-9.]+)", rest)} for unit, rest in dense}
 
 
-def stored_judged_rows(text: str) -> dict[str, list[float]]:
-    return {unit: [float(x) for x in rest.split()]
-            for unit, rest in re.findall(r"^dense\s+(whole|chunked)\s+(.*)$", text, flags=re.M)}
+def stored_judged_rows(text: str) -> dict[tuple[str, str], list[float]]:
+    """(unit, "kept" or "left out") -> the dense row of the judged table (summary line kept or left out)."""
+    return {(unit, summary): [float(x) for x in rest.split()]
+            for unit, summary, rest in re.findall(r"^dense\s+(whole|chunked)\s+(kept|left out)\s+(.*)$", text,
+                                                  flags=re.M)}
 
 
 @pytest.fixture(scope="module")
 def now():
     corpus = load_corpus()
     encoder = DenseEncoder()
-    units = {"whole-document": [TextChunk(d.doc_id, 0, d.text) for d in corpus.documents],
-             "chunked": chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)}
-    retrievers = {unit: DenseRetriever(chunks, encoder) for unit, chunks in units.items()}
+    kept = with_summaries(corpus.documents)
+    units = {("whole-document", "left out"): [TextChunk(d.doc_id, 0, d.text) for d in corpus.documents],
+             ("chunked", "left out"): chunk_corpus(corpus.documents, word_windows, size=60, overlap=20),
+             ("whole-document", "kept"): [TextChunk(d.doc_id, 0, d.text) for d in kept],
+             ("chunked", "kept"): chunk_corpus(kept, word_windows, size=60, overlap=20)}
+    retrievers = {key: DenseRetriever(chunks, encoder) for key, chunks in units.items()}
     self_queries, judged = self_retrieval(corpus), judged_questions(corpus)
-    judged_runs = {unit: run_questions(r, judged) for unit, r in retrievers.items()}
-    return ({unit: measure(run_questions(r, self_queries), judgements(self_queries)) for unit, r in retrievers.items()},
-            {unit: {**measure(runs, judgements(judged)), "hit@1": mean_measure(runs, judgements(judged), hit_at_k, 1)}
-             for unit, runs in judged_runs.items()},
+    judged_runs = {key: run_questions(r, judged) for key, r in retrievers.items()}
+    return ({unit: measure(run_questions(retrievers[unit, "left out"], self_queries), judgements(self_queries))
+             for unit in ("whole-document", "chunked")},
+            {key: {**measure(runs, judgements(judged)), "hit@1": mean_measure(runs, judgements(judged), hit_at_k, 1)}
+             for key, runs in judged_runs.items()},
             len(self_queries), len(judged))
 
 
@@ -73,7 +79,10 @@ def test_self_retrieval_within_two_queries(now):
 def test_judged_within_one_question(now):
     stored = stored_judged_rows(stored_stdout())
     names = ["hit@1", "recall@1", "recall@5", "recall@10", "mrr", "ndcg@10"]
-    for unit, label in (("whole", "whole-document"), ("chunked", "chunked")):
-        for name, value in zip(names, stored[unit]):
-            assert abs(now[1][label][name] - value) <= JUDGED_TOLERATED / now[3] + 0.0005, name
+    assert len(stored) == 4
+    for (unit, summary), values in stored.items():
+        label = "whole-document" if unit == "whole" else "chunked"
+        assert len(values) == len(names)
+        for name, value in zip(names, values):
+            assert abs(now[1][label, summary][name] - value) <= JUDGED_TOLERATED / now[3] + 0.0005, (unit, summary, name)
 

@@ -4,10 +4,12 @@
   python -m ragcourse search --file questions.txt --retriever dense      # JSON lines out
   python -m ragcourse search "solve a linear system" --where module=numpy.linalg --user "linalg + fft"
 
-Each retriever uses its lab's chunks: ``lexical`` and ``bm25`` lab 01's paragraphs (800
-characters), ``tfidf`` and ``dense`` lab 02's word windows (60 words, 20 overlap);
-``hybrid`` is lab 03's final configuration: recursive chunks of 800 characters with the
-page title and section heading written in front, BM25 and dense fused by RRF (k = 60);
+Each retriever uses its lab's chunks, cut from the pages with their summary line:
+``lexical`` (lab 01's baseline scorer) and ``bm25`` (lab 01's last step, at full strength)
+lab 01's paragraphs (800 characters), ``tfidf`` and ``dense`` lab 02's word windows (60
+words, 20 overlap); ``hybrid`` is lab 03's final configuration: recursive chunks of 800
+characters with the page title and section heading written in front, BM25 and dense fused
+by RRF (k = 60);
 ``postgres`` is lab 04's system over its index (built by ``python -m ragcourse index``: sentences
 packed to the encoder's window): PostgreSQL full text and pgvector, 30 candidates each, fused
 by RRF (k = 60), then the MiniLM re-scorer's 8, the configuration lab 04's repair ladder kept.

@@ -179,9 +179,12 @@ def tokenizer_spans(tokenizer) -> Spans:
     return spans
 
 
-def section_chunks(document) -> list[HeadedChunk]:
-    """One chunk for the name and signature, then one per section (heading in the metadata only)."""
-    head = document.text.split("\n\n", 1)[0]
+def section_chunks(document, summary: bool = False) -> list[HeadedChunk]:
+    """One chunk for the name and signature, then one per section (heading in the metadata only).
+
+    With ``summary`` the page's summary line follows the name and signature in the first chunk,
+    as in ``ApiDocument.searched_text``."""
+    head = document.text.split("\n\n", 1)[0] + (f"\n\n{document.title}" if summary and document.title else "")
     chunks = [HeadedChunk(document.doc_id, 0, head, heading=HEAD_HEADING, section=0)]
     for number, section in enumerate(document.sections, start=1):
         chunks.append(HeadedChunk(document.doc_id, number, section.text, heading=section.heading, section=number))
@@ -194,14 +197,15 @@ def with_header(chunk: HeadedChunk, title: str) -> HeadedChunk:
     return HeadedChunk(chunk.doc_id, chunk.position, text, heading=chunk.heading, section=chunk.section)
 
 
-def sentence_units(document, segment: Callable[[str], list[str]]) -> list[HeadedChunk]:
+def sentence_units(document, segment: Callable[[str], list[str]], summary: bool = False) -> list[HeadedChunk]:
     """Every sentence of a page, in order; ``section`` says which ``section_chunks`` parent holds it.
 
     The lines of a paragraph are joined by spaces first (numpydoc wraps its text), then
-    ``segment`` (pysbd in the lab) cuts the paragraph into sentences.
+    ``segment`` (pysbd in the lab) cuts the paragraph into sentences. ``summary`` as in
+    ``section_chunks``.
     """
     units: list[HeadedChunk] = []
-    for parent in section_chunks(document):
+    for parent in section_chunks(document, summary):
         for paragraph in parent.text.split("\n\n"):
             flat = " ".join(line.strip() for line in paragraph.splitlines() if line.strip())
             for sentence in segment(flat) if flat else []:

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..corpus.apidocs import ApiCorpus, export_markdown
+from ..corpus.apidocs import ApiCorpus, export_markdown, with_summaries
 from ..corpus.queries import judged_questions, real_questions, self_retrieval, unanswerable_questions
 from ..engines.chunkers import chunk_corpus, word_windows
 from ..engines.splitters import (pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, token_windows,
@@ -33,25 +33,29 @@ def question_texts(corpus: ApiCorpus) -> list[str]:
 
 
 def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:
-    """Lab 02: whole pages and its word windows (``WINDOW``, ``OVERLAP``)."""
-    windows = chunk_corpus(corpus.documents, word_windows, size=parameters["WINDOW"], overlap=parameters["OVERLAP"])
-    return [d.text for d in corpus.documents] + [c.text for c in windows]
+    """Lab 02: whole pages and its word windows (``WINDOW``, ``OVERLAP``), without the summary line for
+    self-retrieval and with it for the judged and real questions."""
+    size, overlap = parameters["WINDOW"], parameters["OVERLAP"]
+    texts: list[str] = []
+    for pages in (corpus.documents, with_summaries(corpus.documents)):
+        texts += [d.text for d in pages] + [c.text for c in chunk_corpus(pages, word_windows, size=size, overlap=overlap)]
+    return texts
 
 
 def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) -> list[str]:
-    """Lab 03: lab 02's 60-word windows, the bake-off's chunkings, pysbd sentences, recursive chunks with headers
-    and with the summary line."""
+    """Lab 03, every index with each page's summary line: pages, lab 02's 60-word windows, the bake-off's
+    chunkings, pysbd sentences and recursive chunks with headers."""
     spans = tokenizer_spans(tokenizer)
     segment = pysbd_segmenter()
-    recursive = [c for d in corpus.documents for c in recursive_chunks(d, parameters["RECURSIVE_CHARS"])]
-    chunks: list = chunk_corpus(corpus.documents, word_windows, size=60, overlap=20)
-    chunks += [c for d in corpus.documents for c in token_windows(d.doc_id, d.text, spans, parameters["FIXED_TOKENS"],
-                                                                  parameters["FIXED_OVERLAP"])]
-    chunks += recursive + [c for d in corpus.documents for c in section_chunks(d)]
-    chunks += [u for d in corpus.documents for u in sentence_units(d, segment)]
+    pages = with_summaries(corpus.documents)
+    recursive = [c for d in corpus.documents for c in recursive_chunks(d, parameters["RECURSIVE_CHARS"], summary=True)]
+    chunks: list = chunk_corpus(pages, word_windows, size=60, overlap=20)
+    chunks += [c for d in pages for c in token_windows(d.doc_id, d.text, spans, parameters["FIXED_TOKENS"],
+                                                       parameters["FIXED_OVERLAP"])]
+    chunks += recursive + [c for d in corpus.documents for c in section_chunks(d, summary=True)]
+    chunks += [u for d in corpus.documents for u in sentence_units(d, segment, summary=True)]
     chunks += [with_header(c, corpus.by_id[c.doc_id].title) for c in recursive]
-    chunks += [c for d in corpus.documents for c in recursive_chunks(d, parameters["RECURSIVE_CHARS"], summary=True)]
-    return [d.text for d in corpus.documents] + [c.text for c in chunks]
+    return [d.text for d in pages] + [c.text for c in chunks]
 
 
 def lab04_texts(corpus: ApiCorpus) -> list[str]:

@@ -67,14 +67,14 @@ def subset_ids() -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def subset_pages() -> tuple[TextChunk, ...]:
-    """Each subset page as one unit."""
-    return tuple(TextChunk(d.doc_id, 0, d.text) for d in subset_documents())
+    """Each subset page as one unit, its summary line kept (as every index of the lab keeps it)."""
+    return tuple(TextChunk(d.doc_id, 0, d.searched_text()) for d in subset_documents())
 
 
 @lru_cache(maxsize=4)
 def recursive(chars: int) -> tuple:
-    """The subset's recursive chunks of ``chars`` characters (the lab's splitter)."""
-    return tuple(c for d in subset_documents() for c in recursive_chunks(d, chars))
+    """The subset's recursive chunks of ``chars`` characters (the lab's splitter, each page's summary line kept)."""
+    return tuple(c for d in subset_documents() for c in recursive_chunks(d, chars, summary=True))
 
 
 @lru_cache(maxsize=1)
@@ -149,8 +149,8 @@ def print_log(chunks: DenseRetriever, questions: Sequence[Question], k: int = LA
 
 @lru_cache(maxsize=1)
 def page_words() -> dict[str, frozenset[str]]:
-    """Each subset page's stemmed words (lab 01's tokens, Snowball stems)."""
-    return {d.doc_id: frozenset(stemmed_tokens(d.text)) for d in subset_documents()}
+    """Each subset page's stemmed words, its summary line included (lab 01's tokens, Snowball stems)."""
+    return {d.doc_id: frozenset(stemmed_tokens(d.searched_text())) for d in subset_documents()}
 
 
 _BM25: dict[int, Bm25Retriever] = {}
@@ -461,8 +461,8 @@ def self_check_measurements() -> dict[str, tuple[str, list[str]]]:
             if "_" in d.doc_id.rsplit(".", 1)[-1]]
     rare_questions = [Question(f"name:{doc}", f"{name}", (doc,)) for name, doc in rare]
     fused = rrf([[3, 1, 2], [1, 2, 3]], RRF_K)
-    sentences = sum(len(sentence_units(d, _segment())) for d in subset_documents())
-    sections = sum(len(section_chunks(d)) for d in subset_documents())
+    sentences = sum(len(sentence_units(d, _segment(), summary=True)) for d in subset_documents())
+    sections = sum(len(section_chunks(d, summary=True)) for d in subset_documents())
     labels = reference_labels(list(judged()), dense("recursive"), dense("pages"), LAB_K)
     near = sum(c in (CAUSES[0], CAUSES[1], CAUSES[2]) for c in labels.values())
     user = user_named("linalg + fft")

@@ -1,6 +1,6 @@
 """Every text labs 02-04 embed, known before any lab runs, so that one step embeds them all.
 
-The labs embed about twenty thousand texts with MiniLM: pages, windows, the chunkings of lab
+The labs embed about 34,000 texts with MiniLM: pages, windows, the chunkings of lab
 03's bake-off, sentences, lab 04's three chunking policies and the sentences its re-scorer and
 reader compare with a question. Embedded inside whichever lab or test meets them first, that
 cost lands in a random place and hides behind a progress bar per cell; ``planned_texts`` lists

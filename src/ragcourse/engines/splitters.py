@@ -42,11 +42,14 @@ class HeadedChunk(TextChunk):
         return f"{self.doc_id} > {self.heading}"
 
 
+def page_head(document, summary: bool = False) -> str:
+    """A page's name and signature, then, with ``summary``, its summary line (as in ``ApiDocument.searched_text``)."""
+    return document.text.split("\n\n", 1)[0] + (f"\n\n{document.title}" if summary and document.title else "")
+
+
 def markdown_text(document, summary: bool = False) -> str:
-    """A page as the recursive splitter reads it: the name and signature (then, with ``summary``, the
-    page's summary line, as in ``ApiDocument.searched_text``), then ``## Heading`` per section."""
-    head = document.text.split("\n\n", 1)[0] + (f"\n\n{document.title}" if summary and document.title else "")
-    return head + "".join(f"{SECTION_MARK}{s.heading}\n\n{s.text}" for s in document.sections)
+    """A page as the recursive splitter reads it: ``page_head``, then ``## Heading`` per section."""
+    return page_head(document, summary) + "".join(f"{SECTION_MARK}{s.heading}\n\n{s.text}" for s in document.sections)
 
 
 def _split_keeping(text: str, separator: str) -> list[str]:
@@ -184,8 +187,7 @@ def section_chunks(document, summary: bool = False) -> list[HeadedChunk]:
 
     With ``summary`` the page's summary line follows the name and signature in the first chunk,
     as in ``ApiDocument.searched_text``."""
-    head = document.text.split("\n\n", 1)[0] + (f"\n\n{document.title}" if summary and document.title else "")
-    chunks = [HeadedChunk(document.doc_id, 0, head, heading=HEAD_HEADING, section=0)]
+    chunks = [HeadedChunk(document.doc_id, 0, page_head(document, summary), heading=HEAD_HEADING, section=0)]
     for number, section in enumerate(document.sections, start=1):
         chunks.append(HeadedChunk(document.doc_id, number, section.text, heading=section.heading, section=number))
     return chunks

@@ -61,3 +61,25 @@ def test_paired_comparison_direction_and_verdict(capsys):
                           ("real test", "recall@5")}
     printed = capsys.readouterr().out
     assert "(n = 4)" in printed and "(n = 8)" in printed
+
+
+# -- the held-out set is scored in one place -------------------------------------------------------
+
+def test_held_out_questions_scored_from_a_second_place_raise_and_the_same_place_may_score_again():
+    """A lab reads ``test`` in one cell: scoring it again from that cell is fine, from another it raises."""
+    from ragcourse.labs.real_check import HeldOut, TestReadTwice, forget_test_reads
+
+    forget_test_reads()
+    held = HeldOut(QUESTIONS, Coverage(12, 12, ()))
+    first_cell = compile("scores(GOOD, held, 'mrr'); paired(GOOD, LATE, held, 'hit@1', ('a', 'b'))",
+                         "/tmp/ipykernel_1/1111.py", "exec")
+    second_cell = compile("scores(GOOD, held, 'mrr')", "/tmp/ipykernel_1/2222.py", "exec")
+    names = {"scores": scores, "paired": paired, "GOOD": GOOD, "LATE": LATE, "held": held}
+    try:
+        exec(first_cell, names)
+        exec(first_cell, names)                      # the same cell run again
+        with pytest.raises(TestReadTwice, match="already scored in another cell.*1111.py.*Restart the kernel"):
+            exec(second_cell, names)
+        assert scores(GOOD, list(held), "mrr") == [1.0] * 12      # a plain list of the same questions is not guarded
+    finally:
+        forget_test_reads()

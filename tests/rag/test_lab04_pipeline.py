@@ -67,10 +67,39 @@ def test_headings_inside_a_code_fence_do_not_cut():
 def test_policy_versions_differ_by_name_and_size_and_bad_policies_name_themselves():
     versions = {ChunkPolicy(n).version for n in ("fixed", "sentences", "headings")} | {ChunkPolicy("fixed", 500).version}
     assert len(versions) == 4
-    with pytest.raises(ValueError, match="chunking policy must be one of fixed, sentences, headings"):
+    with pytest.raises(ValueError, match="chunking policy must be one of fixed, sentences, headings, recursive"):
         ChunkPolicy("paragraphs")
     with pytest.raises(ValueError, match="overlap"):
         ChunkPolicy("fixed", 100, 100)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from(list("ab .\n#")), min_size=1, max_size=3000), size=st.integers(20, 400))
+def test_recursive_policy_cuts_lab03s_pieces_as_exact_slices(text, size):
+    """The recursive policy's chunks are lab 03's ``recursive_split`` pieces, each found where it sits in the text."""
+    from ragcourse.engines.splitters import recursive_split
+
+    chunks = ChunkPolicy("recursive", size, 0).chunks(text)
+    pieces = recursive_split(text, size)
+    assert [c.text for c in chunks] == (pieces or [text])
+    assert all(text[c.start:c.end] == c.text for c in chunks)
+    assert all(b.start >= a.end for a, b in zip(chunks, chunks[1:]))
+    covered = {i for c in chunks for i in range(c.start, c.end)}
+    assert all(text[i].isspace() for i in range(len(text)) if i not in covered)   # only white space is left out
+
+
+def test_recursive_policy_counts_characters_and_carries_headers():
+    policy = ChunkPolicy.recursive()
+    assert (policy.name, policy.size, policy.overlap, policy.unit, policy.headers) == ("recursive", 800, 0,
+                                                                                      "characters", True)
+    assert policy.version == "recursive-v1(size=800,overlap=0,headers)"
+    assert ChunkPolicy("recursive").unit == "characters" and ChunkPolicy().unit == "tokens"
+    with pytest.raises(ValueError, match="recursive policy counts characters"):
+        ChunkPolicy("recursive", unit="tokens")
+    page = "# numpy.where\n\nReturn elements.\n\n## Parameters\n\n" + "condition : array_like. " * 60
+    chunks = policy.chunks(page)
+    assert chunks[0].header == "numpy.where" and chunks[-1].header == "numpy.where > Parameters"
+    assert all(len(c.text) <= 800 for c in chunks)
 
 
 # -- exact token counts ---------------------------------------------------------------------------

@@ -38,9 +38,10 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", type=Path, metavar="DIR",
                         help="folder of text files to index (default: the numpy reference, exported)")
     parser.add_argument("--schema", metavar="NAME", help="the index's schema (default: one per corpus folder)")
-    parser.add_argument("--policy", choices=POLICIES, default=DEFAULT_POLICY,
-                        help=f"chunking policy (default: {DEFAULT_POLICY}, packed to {WINDOW_TOKENS} of the encoder's "
-                             f"tokens with {WINDOW_OVERLAP} overlap, so every chunk fits its window)")
+    parser.add_argument("--policy", choices=POLICIES, default=None,
+                        help="chunking policy (default: lab 04's kept system, recursive chunks of 800 characters with "
+                             f"the page title and section in front; {DEFAULT_POLICY} packs sentences to {WINDOW_TOKENS} "
+                             "of the encoder's tokens)")
     parser.add_argument("--refresh", action="store_true", help="re-index changed files, remove deleted ones")
     parser.add_argument("--check", action="store_true", help="run the health checks only")
     parser.add_argument("--hnsw", action="store_true", help="also build pgvector's HNSW index")
@@ -91,15 +92,18 @@ def schema_for(args: argparse.Namespace) -> tuple[Path, str]:
     return root, schema
 
 
-def _open(schema: str, policy: str = DEFAULT_POLICY):
+def _open(schema: str, policy: str | None = None):
+    """The database and the index in ``schema``, chunked by ``policy`` (None: lab 04's kept system's)."""
     from ..rag.database import open_database
     from ..engines.dense import DenseEncoder
+    from ..labs.ladder import KEPT
     from ..rag.ingest import ChunkPolicy
     from ..rag.store import PgIndex
 
     database = open_database()
     print(f"database: {database.describe()}", file=sys.stderr)
-    return database, PgIndex(database, schema, ChunkPolicy(policy), DenseEncoder())
+    chunking = KEPT.chunk_policy() if policy is None else ChunkPolicy(policy)
+    return database, PgIndex(database, schema, chunking, DenseEncoder())
 
 
 def _chunker_of(database, schema: str) -> str | None:
@@ -156,7 +160,7 @@ def _print_health(index, root: Path, out) -> int:
 
 def run_ask(args: argparse.Namespace, out) -> int:
     """Answer one question with citations; the exit status."""
-    from ..rag.baseline import Baseline
+    from ..labs.ladder import KEPT
     from ..rag.store import check_tenant
     from ..rag.search import check_question
     from ..rag.rerank import make_reranker
@@ -172,7 +176,8 @@ def run_ask(args: argparse.Namespace, out) -> int:
     database, index = _open(schema)
     try:
         _require(index, schema, args.corpus)
-        baseline = Baseline(index, index.encoder, reranker=make_reranker(index.encoder, args.reranker_model))
+        reranker = None if args.reranker_model is None else make_reranker(index.encoder, args.reranker_model)
+        baseline = KEPT.pipeline(index, index.encoder, reranker=reranker)
         trace = baseline.ask(question, args.tenant)
         if args.json:
             print(json.dumps(trace.to_dict(), ensure_ascii=False), file=out)
@@ -214,9 +219,9 @@ def _policy_from_version(version: str | None):
 
 
 def postgres_document_hits(questions: list[str]) -> list[list]:
-    """``search --retriever postgres``: lab 04's ranked list (fused candidates, then the second stage), as documents.
+    """``search --retriever postgres``: lab 04's kept system's ranked list (``ladder.KEPT``), as documents.
 
-    The same list lab 04's repair ladder measures and compares with the other retrievers.
+    The same list lab 04's ladder measures on ``dev`` and compares with the other retrievers on ``test``.
     """
     from ..engines.retrievers import DocumentHit
 
@@ -224,10 +229,10 @@ def postgres_document_hits(questions: list[str]) -> list[list]:
     database, index = _open(schema)
     try:
         _require(index, schema, None)
-        from ..rag.baseline import Baseline
+        from ..labs.ladder import KEPT
 
         results = []
-        for trace in Baseline(index, index.encoder).ask_many(questions):
+        for trace in KEPT.pipeline(index, index.encoder).ask_many(questions):
             seen, hits = set(), []
             for sp in trace.stage("reranked"):
                 if sp.passage.doc_id not in seen:

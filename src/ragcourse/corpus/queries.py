@@ -100,10 +100,17 @@ def _real_file() -> dict:
     return json.loads(resources.files(__package__).joinpath("data", "real_questions.json").read_text("utf-8"))
 
 
-def real_split(url: str, question: str) -> str:
-    """The split rule, applied once when the set was made: ``dev`` when the first 8 hex digits of
-    sha256(url + question) are divisible by 3, else ``test``. It reads the text, never a result."""
-    return "dev" if int(hashlib.sha256((url + question).encode("utf-8")).hexdigest()[:8], 16) % 3 == 0 else "test"
+SPLIT_SEED = 20260218
+DEV_SIZE = 110
+
+
+def real_split(qids: list[str], seed: int = SPLIT_SEED, dev_size: int = DEV_SIZE) -> dict[str, str]:
+    """The split rule, applied once when the set was grown to 321 questions: the qids ordered by
+    the hex sha256 of ``f"{seed}:{qid}"``, the first ``dev_size`` are ``dev`` and the rest ``test``.
+    It reads the qids only, never a result."""
+    order = sorted(qids, key=lambda qid: hashlib.sha256(f"{seed}:{qid}".encode("utf-8")).hexdigest())
+    dev = set(order[:dev_size])
+    return {qid: "dev" if qid in dev else "test" for qid in qids}
 
 
 def real_questions(split: str = "test", corpus: ApiCorpus | None = None) -> list[Question]:
@@ -113,7 +120,7 @@ def real_questions(split: str = "test", corpus: ApiCorpus | None = None) -> list
     tag, with ``source`` the URL where it was seen and ``relevant`` the 1-3 numpy ids its
     accepted or main answer uses, best first; ``style`` is ``real``, or ``real-doubtful``
     when an id does not come from the answer shown. The split was made once by
-    ``real_split``: dev when int(sha256(url + question)[:8], 16) % 3 == 0, else test.
+    ``real_split``: 110 of the 321 questions are dev, chosen by a seeded hash of their qids.
 
     Without ``corpus`` the ids are as recorded (any public numpy object). With ``corpus``
     each id becomes the page that documents it (an alias such as ``numpy.char.add`` is the

@@ -1,7 +1,7 @@
 """Every text labs 02-04 embed, known before any lab runs, so that one step embeds them all.
 
-The labs embed about 34,000 texts with MiniLM: pages, windows, the chunkings of lab
-03's bake-off, sentences, lab 04's three chunking policies and the sentences its re-scorer and
+The labs embed tens of thousands of texts with MiniLM: pages, windows, the chunkings of lab
+03's bake-off, sentences, the indexes of lab 04's ladder and the sentences its re-scorer and
 reader compare with a question. Embedded inside whichever lab or test meets them first, that
 cost lands in a random place and hides behind a progress bar per cell; ``planned_texts`` lists
 them up front (with the labs' own parameter values, read from their parameters cells by the
@@ -21,9 +21,9 @@ from ..corpus.queries import judged_questions, real_questions, self_retrieval, u
 from ..engines.chunkers import chunk_corpus, word_windows
 from ..engines.splitters import (pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, token_windows,
                                  tokenizer_spans, with_header)
-from ..rag.ingest import POLICIES, ChunkPolicy, discover, read_source
+from ..rag.ingest import discover, read_source
 from ..rag.reader import SentenceSplitter
-from .ladder import Setting
+from .ladder import LADDER_INDEXES
 
 
 def question_texts(corpus: ApiCorpus) -> list[str]:
@@ -59,29 +59,24 @@ def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) 
 
 
 def lab04_texts(corpus: ApiCorpus) -> list[str]:
-    """Lab 04: the chunks of each index it builds, and their sentences.
+    """Lab 04: the chunks of every index its ladder can reach, and their sentences.
 
-    Seed 003's three policies over the pages without their summary line (sections 1-10, where
-    self-retrieval asks for each summary), then every index the repair ladder can reach: its
-    start and its later settings keep the summary line (a required step), so seed 003's
-    sentence packing and the window-sized default, with and without contextual headers.
-
-    The re-scorer and the reader compare a question with the sentences of the passages it
-    retrieved; which passages those are is known only at run time, so every sentence of every
-    chunk is planned (a superset, most of it short).
+    Every index keeps each page's summary line (lab 04 asks no self-retrieval question): lab
+    03's recursive chunks and the window-sized sentence packing, each with and without
+    contextual headers (``ladder.LADDER_INDEXES``). The re-scorer and the reader compare a
+    question with the sentences of the passages it retrieved; which passages those are is
+    known only at run time, so every sentence of every chunk is planned (a superset, most of
+    it short).
     """
     splitter = SentenceSplitter()
     texts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="ragcourse-plan-") as workspace:
-        plans = [(False, ChunkPolicy.seed(name)) for name in POLICIES]
-        plans += [(True, Setting(policy="seed", summaries=True).chunk_policy())]
-        plans += [(True, ChunkPolicy(headers=headers)) for headers in (False, True)]
-        for summaries, policy in plans:
-            folder = Path(workspace) / f"history-{int(summaries)}"
-            if not folder.exists():
-                export_markdown(corpus, folder, summaries=summaries)
-            for path in discover(folder):
-                source = read_source(folder, path)
+        folder = Path(workspace) / "history"
+        export_markdown(corpus, folder, summaries=True)
+        sources = [read_source(folder, path) for path in discover(folder)]
+        for setting in LADDER_INDEXES:
+            policy = setting.chunk_policy()
+            for source in sources:
                 for chunk in policy.chunks(getattr(source, "text", "")):
                     texts.append(chunk.indexed_text)
                     texts.extend(splitter(chunk.text))

@@ -6,10 +6,19 @@ those whose answer has a page: ``coverage`` says how many were dropped). Each ro
 (the first page is right), Recall@5 and MRR; each comparison the lab's prose draws is a paired
 test over the same questions (``retrieval.significance.compare``) with its 95% interval,
 p-value and verdict. Nothing here is tuned: ``test`` is read once, by the lab's last section.
+
+``held_out`` hands out the real ``test`` questions as a ``HeldOut`` list, and scoring one
+(``scores``, so ``paired`` and ``print_headline`` too) records where it was scored: the file
+of the first caller outside this package, which for a notebook is the cell (ipykernel names
+a cell's code by a hash of its source, so running the same cell again is the same place).
+Scoring the same held-out set from a second place in one run raises, so a lab that reads
+``test`` in two cells fails loudly instead of choosing on it quietly.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ..corpus.apidocs import ApiCorpus
@@ -43,10 +52,68 @@ def judged_and_real(corpus: ApiCorpus, judged: list[Question]) -> QuestionSets:
     return QuestionSets(judged, answerable_in(corpus, real), coverage(real, corpus))
 
 
+class HeldOut(list):
+    """The real ``test`` questions of a run, to be scored in one place only (see ``held_out``)."""
+
+    def __init__(self, questions: Sequence[Question], coverage: Coverage):
+        super().__init__(questions)
+        self.coverage = coverage
+
+
+class TestReadTwice(RuntimeError):
+    """The held-out questions were scored from a second place in the same run."""
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+_READ_AT: dict[frozenset, str] = {}
+
+
+def held_out(corpus: ApiCorpus) -> HeldOut:
+    """The answerable real ``test`` questions, marked so that scoring them in two places raises."""
+    real = real_questions("test")
+    return HeldOut(answerable_in(corpus, real), coverage(real, corpus))
+
+
+def _scoring_place() -> str:
+    """The file of the first caller outside the package (a notebook cell's code, a script, a test file)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        try:
+            inside = Path(name).resolve().is_relative_to(_PACKAGE)
+        except (OSError, ValueError):
+            inside = False
+        if not inside:
+            return name
+        frame = frame.f_back
+    return "<unknown>"
+
+
+def note_test_read(questions: HeldOut) -> None:
+    """Record where ``questions`` are scored; ``TestReadTwice`` if they were scored somewhere else in this run."""
+    key = frozenset(q.qid for q in questions)
+    place = _scoring_place()
+    first = _READ_AT.setdefault(key, place)
+    if first != place:
+        raise TestReadTwice(
+            f"the held-out test questions were already scored in another cell or file ({first}); a lab reads "
+            f"test once, in one cell, after every choice is made. Restart the kernel to read it again from the top.")
+
+
+def forget_test_reads() -> None:
+    """Forget every recorded test read (for the tests of the guard itself)."""
+    _READ_AT.clear()
+
+
 def scores(runs: Runs, questions: Sequence[Question], name: str) -> list[float]:
-    """Per-question values of the measure ``name`` (``hit@1``, ``hit@5``, ``recall@5``, ``mrr``) in question order."""
+    """Per-question values of the measure ``name`` (``hit@1``, ``hit@5``, ``recall@5``, ``mrr``) in question order.
+
+    Held-out questions (``held_out``) may be scored from one place in a run only (``note_test_read``).
+    """
     if name not in MEASURES and name not in MORE_MEASURES:
         raise ValueError(f"measure must be one of {', '.join([*MEASURES, *MORE_MEASURES])}; got {name!r}")
+    if isinstance(questions, HeldOut):
+        note_test_read(questions)
     function, args = MEASURES.get(name) or MORE_MEASURES[name]
     return per_question(runs, judgements(list(questions)), function, *args)
 

@@ -11,7 +11,10 @@ chunk is an exact slice ``text[start:end]`` of its file:
 - ``fixed``: windows of ``size`` characters, each starting ``size - overlap`` after the last;
 - ``sentences`` (the default): whole sentences packed up to ``size`` characters, the next
   chunk starting with the sentences that cover the last ``overlap`` characters;
-- ``headings``: one chunk per Markdown heading and the text under it (any length).
+- ``headings``: one chunk per Markdown heading and the text under it (any length);
+- ``recursive``: lab 03's recursive splitter (``engines.splitters.recursive_split``: section,
+  paragraph, sentence, word, character, merged up to ``size`` characters, no overlap), each
+  piece located in the file so that it stays an exact slice.
 
 Sizes are counted in one of two units. Seed 003's policy counts characters (2,000 with 300
 of overlap): a chunk of 2,000 characters is often 400 or more of MiniLM's tokens, and the
@@ -44,7 +47,8 @@ HEADING_LINE = re.compile(r"^#{1,6} ", re.MULTILINE)
 TITLE_LINE = re.compile(r"^# (.+)$", re.MULTILINE)
 SECTION_LINE = re.compile(r"^## (.+)$", re.MULTILINE)
 FENCE_LINE = re.compile(r"^```", re.MULTILINE)
-POLICIES = ("fixed", "sentences", "headings")
+POLICIES = ("fixed", "sentences", "headings", "recursive")
+RECURSIVE_SIZE = 800          # lab 03's winning chunk size, in characters
 DEFAULT_POLICY = "sentences"
 UNITS = ("characters", "tokens")
 DEFAULT_SIZE = 2000           # seed 003's policy, in characters
@@ -277,6 +281,25 @@ def heading_spans(text: str) -> Spans:
     return [(a, b) for a, b in zip(starts, ends) if text[a:b].strip()]
 
 
+def recursive_spans(text: str, size: int = RECURSIVE_SIZE) -> Spans:
+    """Lab 03's recursive chunks of ``text`` (no overlap), each found where it sits in ``text``.
+
+    The splitter strips white space from each piece, so the pieces are searched for in order;
+    only the white space between them is left out of every span.
+    """
+    from ..engines.splitters import recursive_split
+
+    spans: Spans = []
+    cursor = 0
+    for piece in recursive_split(text, size):
+        start = text.find(piece, cursor)
+        if start < 0:   # cannot happen for a stripped piece of text taken in order; say so if it does
+            raise RuntimeError(f"recursive chunk not found in its text after position {cursor}")
+        spans.append((start, start + len(piece)))
+        cursor = start + len(piece)
+    return spans or [(0, len(text))]
+
+
 def _check_sizes(size: int, overlap: int) -> None:
     check_int("size", size, 1, 10 ** 7)
     check_int("overlap", overlap, 0, size - 1)
@@ -299,16 +322,25 @@ class ChunkPolicy:
     name: str = DEFAULT_POLICY
     size: int | None = None
     overlap: int | None = None
-    unit: str = DEFAULT_UNIT
+    unit: str | None = None     # the policy's own: characters for ``recursive``, else ``DEFAULT_UNIT``
     headers: bool = False
     tokenizer: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.name not in POLICIES:
             raise ValueError(f"chunking policy must be one of {', '.join(POLICIES)}; got {self.name!r}")
+        if self.unit is None:
+            object.__setattr__(self, "unit", "characters" if self.name == "recursive" else DEFAULT_UNIT)
         if self.unit not in UNITS:
             raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {self.unit!r}")
         tokens = self.unit == "tokens"
+        if self.name == "recursive":
+            if tokens:
+                raise ValueError("the recursive policy counts characters: use unit='characters'")
+            if self.size is None:
+                object.__setattr__(self, "size", RECURSIVE_SIZE)
+            if self.overlap is None:
+                object.__setattr__(self, "overlap", 0)
         if self.size is None:
             object.__setattr__(self, "size", WINDOW_TOKENS if tokens else DEFAULT_SIZE)
         if self.overlap is None:
@@ -319,6 +351,11 @@ class ChunkPolicy:
         if self.headers and self.unit == "tokens" and self.size <= HEADER_RESERVE + self.overlap:
             raise ValueError(f"size must exceed {HEADER_RESERVE} tokens for the header plus the overlap "
                              f"({self.overlap}); got {self.size}")
+
+    @classmethod
+    def recursive(cls, headers: bool = True) -> "ChunkPolicy":
+        """Lab 03's winning units: recursive chunks of 800 characters, with the page title and section in front."""
+        return cls("recursive", RECURSIVE_SIZE, 0, unit="characters", headers=headers)
 
     @classmethod
     def seed(cls, name: str = DEFAULT_POLICY) -> "ChunkPolicy":
@@ -345,6 +382,8 @@ class ChunkPolicy:
         """The character spans of ``text`` under this policy."""
         if self.name == "headings":
             return heading_spans(text)
+        if self.name == "recursive":
+            return recursive_spans(text, self.size)
         if self.unit == "tokens":
             size = self.size - HEADER_RESERVE if self.headers else self.size
             ruler = TokenRuler(text, self._tokenizer(), size, self.overlap)

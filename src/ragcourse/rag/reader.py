@@ -17,6 +17,10 @@ axis."), so a sentence copied from page P can be page Q's description. ``copied_
 tells such a sentence from P's own text, ``strict_citation_accuracy`` counts a citation only
 when its page is relevant and one of the sentences cited with it is that page's own text,
 and ``copied_sentences`` counts the copies, overall and among the relevant-page citations.
+The reader itself answers from a page's own text: it leaves out the lines under a passage's
+``## See Also`` heading (``own_text``), so each sentence it cites is about the page it cites.
+Ties between sentences go to the passage that came first in the context, which is the order
+of the stages before it.
 """
 from __future__ import annotations
 
@@ -96,9 +100,12 @@ class ExtractiveReader:
         self.splitter = SentenceSplitter()
 
     def answer(self, question: str, context: AssembledContext) -> Answer:
-        """The answer to ``question`` from ``context.admitted`` only; its citations are checked."""
+        """The answer to ``question`` from ``context.admitted`` only; its citations are checked.
+
+        Sentences come from each passage's own text (``own_text``: its See Also lines left
+        out); equal scores keep the context's order (a stable sort)."""
         units = [(sentence, scored.passage.citation) for scored in context.admitted
-                 for sentence in self.splitter(scored.passage.text)]
+                 for sentence in self.splitter(own_text(scored.passage.text))]
         if not units:
             result = Answer(question, NO_CONTEXT, (), True, (), -1.0)
         else:
@@ -122,6 +129,18 @@ class ExtractiveReader:
         text = " ".join(f"{sentence} [{citation}]" for sentence, citation, _ in evidence)
         citations = tuple(dict.fromkeys(citation for _, citation, _ in evidence))
         return Answer(question, text, citations, False, evidence, best)
+
+
+def own_text(text: str) -> str:
+    """A passage without the lines under its ``## See Also`` heading (up to the next heading).
+
+    Those lines describe other pages ("concatenate : Join a sequence of arrays ..."), so a
+    sentence copied from them would be cited to the wrong page. A passage that starts inside
+    such a section, below its heading, keeps its lines: nothing in the passage says so.
+    """
+    if _SEE_ALSO_HEADING not in text:
+        return text
+    return _see_also_and_rest(text)[1]
 
 
 def _distinct(order: list[int], sentences: list[str]) -> list[int]:

@@ -222,7 +222,8 @@ def test_reader_counts_only_its_own_rows(tenants, tenant):
         sources = connection.execute(tenants.sql("SELECT count(*) FROM {s}.sources")).fetchone()[0]
         seen = {t for (t,) in connection.execute(tenants.sql("SELECT DISTINCT tenant FROM {s}.chunks"))}
         user = connection.execute("SELECT current_user").fetchone()[0]
-    assert (chunks, sources, user) == (expected, expected_sources, "ragcourse_reader")
+    role = "ragcourse_reader" if tenant == "nobody" else f"ragcourse_reader_{tenant}"   # each tenant its own role
+    assert (chunks, sources, user) == (expected, expected_sources, role)
     assert seen <= {tenant}
 
 

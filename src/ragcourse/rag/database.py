@@ -89,7 +89,13 @@ class Database:
         with self.connect(autocommit=True, vector=False) as connection:
             try:
                 connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            except psycopg.Error:
+            except psycopg.Error as error:
+                if getattr(error, "sqlstate", None) == "42501":   # installed, but this role may not create it
+                    user, database = connection.execute("SELECT current_user, current_database()").fetchone()
+                    raise DatabaseUnavailable(
+                        f"role {user} may not create the extension vector in database {database} (it needs a "
+                        f"superuser): an administrator runs once, in that database: CREATE EXTENSION vector; "
+                        f'(see README, "Lab 04 on a server of your own"), or {EMBEDDED_HINT}') from None
                 raise DatabaseUnavailable(self._no_vector_message()) from None
             return connection.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()[0]
 

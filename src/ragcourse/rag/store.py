@@ -27,14 +27,15 @@ transaction instead (all sources, then the term statistics and the full-text ind
 a failure leaves the index empty, as it was. Only a file that is absent removes its
 rows; one that cannot be read or decoded keeps them (a failed observation is not absence)
 and is reported. Row-level security keeps each tenant to its own rows: queries run as the
-role ``ragcourse_reader`` with the tenant set for the transaction.
+tenant's own reader role (``schema.reader_role``), and the policies take the tenant from
+the role, so a reader cannot choose another (``schema``'s docstring). The DDL, the policies
+and the health checks' SQL are data in ``schema``; the privileges ``create`` needs are
+checked first by ``privileges.require``; the reports are ``health``'s.
 """
 from __future__ import annotations
 
-import re
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -43,159 +44,15 @@ import numpy as np
 from .database import Database, check_schema
 from .ingest import ChunkPolicy, Skipped, SourceFile, discover, read_all
 
-SCHEMA_VERSION = "2"
-READER_ROLE = "ragcourse_reader"
-DEFAULT_TENANT = "public"
-TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-DIMENSION = 384
-# A dot followed by a letter or underscore becomes a space: numpy.linalg.solve -> numpy linalg solve.
-SPLIT_NAMES = r"regexp_replace(header || ' ' || text, '\.([[:alpha:]_])', ' \1', 'g')"
+from .health import Check, HealthReport, RefreshReport, _absent, _file_status
+from .privileges import require
+from .schema import (DDL, DEFAULT_TENANT, DIMENSION, HEALTH, LEXEME_COUNT, NAMES_CONFIGURATION, OLD_POLICY, POLICY,
+                     READ_TABLES, READER_ROLE, SCHEMA_VERSION, SPLIT_NAMES, TENANT_PATTERN, TENANT_TABLES, TEXT_INDEXES,
+                     check_tenant, policies, reader_role, repair_of)
 
-
-def check_tenant(name: object) -> str:
-    """A tenant name: 1-64 letters, digits, ``_``, ``.`` or ``-``."""
-    if not isinstance(name, str) or not TENANT_PATTERN.fullmatch(name):
-        raise ValueError(f"tenant must be 1-64 letters, digits, '_', '.' or '-'; got {name!r}")
-    return name
-
-
-NAMES_CONFIGURATION = [
-    # Snowball's English stemmer without a stop file: every word is kept, "where" and "all" too.
-    "CREATE TEXT SEARCH DICTIONARY {s}.english_all (TEMPLATE = snowball, Language = english)",
-    "CREATE TEXT SEARCH CONFIGURATION {s}.names (COPY = pg_catalog.english)",
-    "ALTER TEXT SEARCH CONFIGURATION {s}.names ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, "
-    "word, hword, hword_part WITH {s}.english_all",
-]
-LEXEME_COUNT = (
-    # Lexeme occurrences in a tsvector (BM25's document length); immutable, so a generated column can use it.
-    "CREATE OR REPLACE FUNCTION {s}.lexeme_count(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE "
-    "PARALLEL SAFE AS 'SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::integer FROM unnest($1)'")
-
-
-def _ddl(schema: str) -> list[str]:
-    """The statements that create the index's tables (the schema name is checked and quoted by the caller)."""
-    return [
-        "CREATE SCHEMA IF NOT EXISTS {s}",
-        """CREATE TABLE IF NOT EXISTS {s}.schema_meta (
-               key text PRIMARY KEY,
-               value text NOT NULL)""",
-        """CREATE TABLE IF NOT EXISTS {s}.sources (
-               source_id bigserial PRIMARY KEY,
-               path text NOT NULL UNIQUE,
-               content_hash text NOT NULL,
-               file_type text NOT NULL,
-               file_time date,
-               tenant text NOT NULL,
-               indexed_at timestamptz NOT NULL DEFAULT now())""",
-        f"""CREATE TABLE IF NOT EXISTS {{s}}.chunks (
-               chunk_id bigserial PRIMARY KEY,
-               source_id bigint NOT NULL REFERENCES {{s}}.sources ON DELETE CASCADE,
-               ordinal integer NOT NULL,
-               start_char integer NOT NULL,
-               end_char integer NOT NULL,
-               text text NOT NULL,
-               content_hash text NOT NULL,
-               chunker text NOT NULL,
-               embedding_version text,
-               tenant text NOT NULL,
-               header text NOT NULL DEFAULT '',
-               search_text tsvector GENERATED ALWAYS AS (to_tsvector('english', header || ' ' || text)) STORED,
-               code_text tsvector GENERATED ALWAYS AS (to_tsvector({{names}}, {SPLIT_NAMES})) STORED,
-               code_length integer GENERATED ALWAYS AS ({{s}}.lexeme_count(to_tsvector({{names}}, {SPLIT_NAMES}))) STORED,
-               embedding vector({DIMENSION}),
-               UNIQUE (source_id, ordinal))""",
-        "CREATE INDEX IF NOT EXISTS chunks_search_text ON {s}.chunks USING gin (search_text)",
-        # An index built by schema version 1 gains the header and the identifier-aware columns in place.
-        "ALTER TABLE {s}.chunks ADD COLUMN IF NOT EXISTS header text NOT NULL DEFAULT ''",
-        f"ALTER TABLE {{s}}.chunks ADD COLUMN IF NOT EXISTS code_text tsvector GENERATED ALWAYS AS "
-        f"(to_tsvector({{names}}, {SPLIT_NAMES})) STORED",
-        f"ALTER TABLE {{s}}.chunks ADD COLUMN IF NOT EXISTS code_length integer GENERATED ALWAYS AS "
-        f"({{s}}.lexeme_count(to_tsvector({{names}}, {SPLIT_NAMES}))) STORED",
-        "CREATE INDEX IF NOT EXISTS chunks_code_text ON {s}.chunks USING gin (code_text)",
-        """CREATE TABLE IF NOT EXISTS {s}.lexemes (
-               tenant text NOT NULL,
-               lexeme text NOT NULL,
-               chunks integer NOT NULL,
-               PRIMARY KEY (tenant, lexeme))""",
-        """CREATE TABLE IF NOT EXISTS {s}.collection (
-               tenant text PRIMARY KEY,
-               chunks integer NOT NULL,
-               total_length bigint NOT NULL)""",
-        "ALTER TABLE {s}.lexemes ENABLE ROW LEVEL SECURITY",
-        "ALTER TABLE {s}.collection ENABLE ROW LEVEL SECURITY",
-        "CREATE INDEX IF NOT EXISTS chunks_source ON {s}.chunks (source_id)",
-        "ALTER TABLE {s}.sources ENABLE ROW LEVEL SECURITY",
-        "ALTER TABLE {s}.chunks ENABLE ROW LEVEL SECURITY",
-    ]
-
-
-TENANT_TABLES = ("sources", "chunks", "lexemes", "collection")
-TEXT_INDEXES = {"chunks_search_text": "search_text", "chunks_code_text": "code_text"}   # the GIN indexes, by column
-
-
-def _policies() -> list[tuple[str, str]]:
-    """(table, statement): the reader role sees a row only when its tenant is the transaction's."""
-    setting = "current_setting('ragcourse.tenant', true)"
-    return [(table, f"CREATE POLICY tenant_rows ON {{s}}.{table} FOR SELECT TO {READER_ROLE} "
-                    f"USING (tenant = {setting})") for table in TENANT_TABLES]
-
-
-@dataclass(frozen=True)
-class RefreshReport:
-    """What one refresh did, file by file."""
-
-    added: tuple[str, ...] = ()
-    updated: tuple[str, ...] = ()
-    unchanged: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
-    kept: tuple[str, ...] = ()        # skipped files whose earlier rows were kept
-    chunks_written: int = 0
-    embedded: int = 0
-    seconds: float = 0.0
-
-    def summary(self) -> str:
-        """One line of counts."""
-        return (f"{len(self.added)} added, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
-                f"{len(self.removed)} removed, {len(self.skipped)} skipped ({len(self.kept)} kept their rows); "
-                f"{self.chunks_written} chunks written, {self.embedded} texts embedded, {self.seconds:.1f} s")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One health check: its name, whether it passed, how many rows or files it found, and examples."""
-
-    name: str
-    passed: bool
-    found: int
-    examples: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class HealthReport:
-    """Every health check of an index."""
-
-    checks: tuple[Check, ...]
-    sources: int
-    chunks: int
-
-    @property
-    def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
-
-    @property
-    def failed(self) -> list[str]:
-        """The names of the checks that did not pass."""
-        return [c.name for c in self.checks if not c.passed]
-
-    def lines(self) -> list[str]:
-        """The report as text, one line a check."""
-        out = [f"index: {self.sources} sources, {self.chunks} chunks"]
-        for c in self.checks:
-            more = f"  e.g. {', '.join(c.examples)}" if c.examples else ""
-            out.append(f"  {'ok  ' if c.passed else 'FAIL'}  {c.name}: {c.found}{more}")
-        out.append("health: " + ("every check passed" if self.passed else "FAILED: " + ", ".join(self.failed)))
-        return out
+__all__ = ["DEFAULT_TENANT", "DIMENSION", "READER_ROLE", "SCHEMA_VERSION", "SPLIT_NAMES", "TENANT_PATTERN",
+           "TENANT_TABLES", "TEXT_INDEXES", "Check", "HealthReport", "PgIndex", "RefreshReport", "check_tenant",
+           "counts_by_tenant", "reader_role"]
 
 
 def _to_date(text: str | None):
@@ -213,12 +70,18 @@ class PgIndex:
     """One index (one schema) in a database: build, refresh, check, and query sessions."""
 
     def __init__(self, database: Database, schema: str = "ragcourse", policy: ChunkPolicy | None = None,
-                 encoder=None, tenant_of: Callable[[str], str] | None = None):
+                 encoder=None, tenant_of: Callable[[str], str] | None = None, tenant: str | None = None):
+        """``tenant_of`` maps a file's path to its tenant (every file ``public`` by default), and a refresh
+        owns every source of the schema; ``tenant`` instead puts every file of the folder in that one
+        tenant, and a refresh reads, writes and removes that tenant's sources only (the others' stay)."""
         self.database = database
         self.schema = check_schema(schema)
         self.policy = policy or ChunkPolicy()
         self.encoder = encoder
-        self.tenant_of = tenant_of or (lambda path: DEFAULT_TENANT)
+        if tenant is not None and tenant_of is not None:
+            raise ValueError("give tenant or tenant_of, not both")
+        self.tenant = None if tenant is None else check_tenant(tenant)
+        self.tenant_of = tenant_of or (lambda path, t=self.tenant or DEFAULT_TENANT: t)
         self._connection = None
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -262,12 +125,18 @@ class PgIndex:
         return f"{MODEL_NAME}@{self.encoder.revision}"
 
     # -- schema -----------------------------------------------------------------------------
-    def create(self) -> None:
-        """Create the schema, tables, full-text index, reader role and row-level security (idempotent)."""
-        import psycopg
+    def create(self, tenants: Sequence[str] = ()) -> None:
+        """Create (or bring to this version) the schema, tables, full-text indexes, row-level security and the
+        reader roles: ``ragcourse_reader`` and one for each of ``tenants`` (idempotent, one transaction).
 
+        The privileges this needs are checked first (``privileges.require``): without them a
+        ``PrivilegeError`` names what is missing and the SQL that grants it, and nothing is written.
+        """
+        tenants = sorted({check_tenant(t) for t in tenants})
+        roles = {tenant: reader_role(tenant) for tenant in tenants}
         connection = self.connection
         with connection.transaction():
+            require(connection, self.schema, [READER_ROLE, *roles.values()])
             connection.execute(self.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
             configured = connection.execute(
                 "SELECT 1 FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace "
@@ -276,27 +145,39 @@ class PgIndex:
                 for statement in NAMES_CONFIGURATION:
                     connection.execute(self.sql(statement))
             connection.execute(self.sql(LEXEME_COUNT))
-            for statement in _ddl(self.schema):
+            for statement in DDL:
                 connection.execute(self.ddl(statement))
-            role = connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [READER_ROLE]).fetchone()
-            if role is None:
-                connection.execute(f"CREATE ROLE {READER_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
-            for table, statement in _policies():
+            for table, statement in policies():
+                connection.execute(self.sql(f"DROP POLICY IF EXISTS {OLD_POLICY} ON {{s}}.{table}"))
                 exists = connection.execute(
-                    "SELECT 1 FROM pg_policies WHERE schemaname = %s AND tablename = %s AND policyname = 'tenant_rows'",
-                    [self.schema, table]).fetchone()
+                    "SELECT 1 FROM pg_policies WHERE schemaname = %s AND tablename = %s AND policyname = %s",
+                    [self.schema, table, POLICY]).fetchone()
                 if exists is None:
                     connection.execute(self.sql(statement))
-            connection.execute(self.sql(f"GRANT USAGE ON SCHEMA {{s}} TO {READER_ROLE}"))
-            connection.execute(self.sql(f"GRANT SELECT ON {{s}}.sources, {{s}}.chunks, {{s}}.lexemes, "
-                                        f"{{s}}.collection TO {READER_ROLE}"))
+            for role in [READER_ROLE, *roles.values()]:
+                self._ensure_role(role)
+            for tenant, role in roles.items():
+                connection.execute(self.sql("INSERT INTO {s}.tenants (tenant, reader) VALUES (%s, %s) "
+                                            "ON CONFLICT (tenant) DO UPDATE SET reader = excluded.reader"),
+                                   [tenant, role])
             self._set_meta(connection, {"schema_version": SCHEMA_VERSION, "chunker": self.policy.version,
                                         "embedding": self.embedding_version or "none"})
-        try:
-            with connection.transaction():
-                connection.execute(f"GRANT {READER_ROLE} TO CURRENT_USER")
-        except psycopg.Error:
-            pass  # a superuser (the embedded server's) may switch to any role already
+
+    def _ensure_role(self, role: str) -> None:
+        """The reader role ``role``: created if missing (NOLOGIN), granted to the owner so that it can act as it,
+        and given read access to the schema, in the open transaction."""
+        from psycopg import sql
+
+        connection, name = self.connection, sql.Identifier(role)
+        if connection.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role]).fetchone() is None:
+            connection.execute(sql.SQL("CREATE ROLE {} NOLOGIN NOSUPERUSER NOBYPASSRLS").format(name))
+        if not connection.execute("SELECT pg_has_role(current_user, %s, CASE WHEN current_setting("
+                                  "'server_version_num')::int >= 160000 THEN 'SET' ELSE 'MEMBER' END)",
+                                  [role]).fetchone()[0]:
+            connection.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(name))
+        schema = sql.Identifier(self.schema)
+        connection.execute(sql.SQL("GRANT USAGE ON SCHEMA {s} TO {r}").format(s=schema, r=name))
+        connection.execute(sql.SQL(f"GRANT SELECT ON {READ_TABLES} TO {{r}}").format(s=schema, r=name))
 
     def drop(self) -> None:
         """Remove the schema and everything in it."""
@@ -321,36 +202,71 @@ class PgIndex:
         return row[0] is not None
 
     # -- refresh ----------------------------------------------------------------------------
+    @property
+    def scope(self) -> dict:
+        """The health queries' parameters: the tenant a refresh owns (None: every tenant), and the versions."""
+        return {"tenant": self.tenant, "chunker": self.policy.version, "embedding": self.embedding_version,
+                "encoded": self.encoder is not None}
+
     def stored_sources(self) -> dict[str, tuple[str, str]]:
-        """path -> (content hash, tenant) of every stored source."""
+        """path -> (content hash, tenant) of every stored source this index's refreshes own."""
         with self.connection.transaction():
-            rows = self.connection.execute(self.sql("SELECT path, content_hash, tenant FROM {s}.sources")).fetchall()
+            rows = self.connection.execute(self.sql("SELECT path, content_hash, tenant FROM {s}.sources s "
+                                                    "WHERE %(tenant)s::text IS NULL OR s.tenant = %(tenant)s"),
+                                           self.scope).fetchall()
         return {path: (digest, tenant) for path, digest, tenant in rows}
 
     def stale_versions(self) -> set[str]:
-        """Sources with a chunk whose chunker or embedding version is not the configured one."""
+        """Sources to write again: a chunk of another chunker or embedding version, a chunk whose span does not
+        match its text or (with an encoder) without a vector, or no chunk at all."""
         with self.connection.transaction():
             rows = self.connection.execute(self.sql(
                 "SELECT DISTINCT s.path FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
-                "WHERE c.chunker <> %s OR c.embedding_version IS DISTINCT FROM %s"),
-                [self.policy.version, self.embedding_version]).fetchall()
-        return {path for (path,) in rows}
+                "WHERE (c.chunker <> %(chunker)s OR c.embedding_version IS DISTINCT FROM %(embedding)s) "
+                "AND (%(tenant)s::text IS NULL OR s.tenant = %(tenant)s)"), self.scope).fetchall()
+            damaged = self.connection.execute(self.sql(HEALTH["damaged_sources"]), self.scope).fetchall()
+        return {path for (path,) in rows} | {path for (path,) in damaged}
+
+    def corpus_root(self) -> str | None:
+        """The folder this index's sources were last refreshed from (its tenant's, with ``tenant``)."""
+        meta = self.meta()
+        if self.tenant is None:
+            return meta.get("corpus_root")
+        with self.connection.transaction():
+            row = self.connection.execute(self.sql("SELECT corpus_root FROM {s}.tenants WHERE tenant = %s"),
+                                          [self.tenant]).fetchone() if meta.get("schema_version", "1") >= "3" else None
+        if row is not None and row[0] is not None:
+            return row[0]
+        # an index of schema version 2 or before, or a tenant loaded without a folder: the schema's own
+        return meta.get("corpus_root") if self.tenant == DEFAULT_TENANT else None
 
     def refresh(self, root: str | Path, progress: Callable[[int, int], None] | None = None) -> RefreshReport:
-        """Bring the index in line with the files under ``root``, one transaction per source."""
+        """Bring the index in line with the files under ``root``, one transaction per source.
+
+        Besides changed files, a refresh writes again every source a health check finds damaged
+        (no chunk, a span that does not match, a missing vector, an old version), deletes chunks
+        without a source, and recomputes the BM25 term statistics whenever they do not match
+        the chunks: whatever ``health`` reports, except unreadable files, a refresh repairs.
+        """
         started = time.perf_counter()
         root = Path(root)
-        self.create()
+        paths = discover(root)
+        items = list(read_all(root, paths))
+        tenants = {self.tenant_of(item.path) for item in items if isinstance(item, SourceFile)}
+        self.create(tenants | ({self.tenant} if self.tenant else set()))
         with self.connection.transaction():
-            self._set_meta(self.connection, {"corpus_root": str(root.resolve()), "chunker": self.policy.version,
-                                             "embedding": self.embedding_version or "none"})
+            meta = {"chunker": self.policy.version, "embedding": self.embedding_version or "none"}
+            if self.tenant is None or (self.tenant == DEFAULT_TENANT and self._only_tenant()):
+                meta["corpus_root"] = str(root.resolve())
+            self._set_meta(self.connection, meta)
+            self.connection.execute(self.sql("UPDATE {s}.tenants SET corpus_root = %s WHERE tenant = ANY(%s)"),
+                                    [str(root.resolve()), [self.tenant] if self.tenant else sorted(tenants)])
         stored = self.stored_sources()
         stale = self.stale_versions()
-        paths = discover(root)
         added, updated, unchanged, skipped, kept = [], [], [], [], []
         seen: set[str] = set()
         pending: list[SourceFile] = []
-        for item in read_all(root, paths):
+        for item in items:
             if isinstance(item, str):
                 continue  # vanished between listing and reading: absent
             seen.add(item.path)
@@ -365,7 +281,7 @@ class PgIndex:
                 continue
             (updated if before else added).append(item.path)
             pending.append(item)
-        chunks_written, embedded = self._write_sources(pending, progress, first_load=not stored and bool(pending))
+        chunks_written, embedded = self._write_sources(pending, progress, first_load=bool(pending) and self._empty())
         removed, listed = [], set(paths)
         for path in sorted(set(stored) - seen):
             if path in listed or _absent(root / path):   # vanished when read, or nothing there
@@ -375,15 +291,39 @@ class PgIndex:
                 kept.append(path)
         for path in removed:
             with self.connection.transaction():
-                row = self.connection.execute(self.sql("SELECT source_id FROM {s}.sources WHERE path = %s"),
-                                              [path]).fetchone()
+                row = self.connection.execute(self.sql("SELECT source_id FROM {s}.sources WHERE path = %s AND "
+                                                       "tenant = %s"), [path, stored[path][1]]).fetchone()
                 if row is not None:
                     self._count_terms(row[0], -1)
-                self.connection.execute(self.sql("DELETE FROM {s}.sources WHERE path = %s"), [path])
-        with self.connection.transaction():
-            self.connection.execute(self.sql("ANALYZE {s}.sources, {s}.chunks, {s}.lexemes, {s}.collection"))
+                    self.connection.execute(self.sql("DELETE FROM {s}.sources WHERE source_id = %s"), [row[0]])
+        self._repair_statistics()
         return RefreshReport(tuple(added), tuple(updated), tuple(unchanged), tuple(removed), tuple(skipped),
                              tuple(kept), chunks_written, embedded, time.perf_counter() - started)
+
+    def _empty(self) -> bool:
+        with self.connection.transaction():
+            return self.connection.execute(self.sql("SELECT NOT EXISTS (SELECT 1 FROM {s}.sources)")).fetchone()[0]
+
+    def _only_tenant(self) -> bool:
+        """Whether no source of another tenant than this index's is stored (so the schema's root is its)."""
+        with self.connection.transaction():
+            return self.connection.execute(self.sql("SELECT NOT EXISTS (SELECT 1 FROM {s}.sources WHERE tenant <> %s)"),
+                                           [self.tenant]).fetchone()[0]
+
+    def _repair_statistics(self) -> None:
+        """Delete chunks without a source; recompute the term statistics if they do not match the chunks (every
+        tenant's: they are counted together); then the planner's statistics. One transaction."""
+        with self.connection.transaction():
+            orphans = self.connection.execute(self.sql(
+                "DELETE FROM {s}.chunks c WHERE NOT EXISTS (SELECT 1 FROM {s}.sources s WHERE s.source_id = "
+                "c.source_id)")).rowcount
+            every = dict(self.scope, tenant=None)
+            stale = (self.connection.execute(self.sql(HEALTH["stale_statistics"]), every).fetchone() or
+                     self.connection.execute(self.sql(HEALTH["stale_lexemes"]), every).fetchone())
+            if orphans or stale:
+                self._count_all_terms()
+        with self.connection.transaction():
+            self.connection.execute(self.sql("ANALYZE {s}.sources, {s}.chunks, {s}.lexemes, {s}.collection"))
 
     def _drop_text_indexes(self) -> None:
         """Drop the full-text GIN indexes, in the open transaction."""
@@ -477,10 +417,16 @@ class PgIndex:
         """Write (or replace) one source and its chunks in the open transaction; ``count_terms`` keeps the
         term statistics in step."""
         tenant = check_tenant(self.tenant_of(source.path))
+        if self.tenant is None:   # the refresh owns every tenant: a file that moved tenant leaves its old one
+            for (moved,) in self.connection.execute(self.sql("SELECT source_id FROM {s}.sources WHERE path = %s "
+                                                             "AND tenant <> %s"), [source.path, tenant]).fetchall():
+                if count_terms:
+                    self._count_terms(moved, -1)
+                self.connection.execute(self.sql("DELETE FROM {s}.sources WHERE source_id = %s"), [moved])
         row = self.connection.execute(self.sql(
             "INSERT INTO {s}.sources (path, content_hash, file_type, file_time, tenant) "
-            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (path) DO UPDATE SET content_hash = excluded.content_hash, "
-            "file_type = excluded.file_type, file_time = excluded.file_time, tenant = excluded.tenant, "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (tenant, path) DO UPDATE SET content_hash = "
+            "excluded.content_hash, file_type = excluded.file_type, file_time = excluded.file_time, "
             "indexed_at = now() RETURNING source_id, xmax = 0"),   # xmax = 0: the row is new
             [source.path, source.content_hash, source.file_type, _to_date(source.timestamp), tenant]).fetchone()
         source_id, new = row
@@ -530,40 +476,23 @@ class PgIndex:
 
     # -- health -----------------------------------------------------------------------------
     def health(self, root: str | Path | None = None) -> HealthReport:
-        """Every health check; ``root`` defaults to the corpus root the index was last refreshed from."""
+        """Every health check (of this index's tenant only, with ``tenant``); ``root`` defaults to the corpus
+        root the index was last refreshed from. Each check's ``repair`` names what repairs it."""
         connection = self.connection
-        meta = self.meta()
-        root = Path(root) if root is not None else Path(meta.get("corpus_root", "."))
+        root = Path(root) if root is not None else Path(self.corpus_root() or ".")
+        scope = self.scope
         with connection.transaction():
-            count = lambda q, p=(): connection.execute(self.sql(q), p).fetchone()[0]  # noqa: E731
-            listing = lambda q, p=(): [r[0] for r in connection.execute(self.sql(q), p).fetchall()]  # noqa: E731
-            n_sources = count("SELECT count(*) FROM {s}.sources")
-            n_chunks = count("SELECT count(*) FROM {s}.chunks")
-            orphans = listing("SELECT c.chunk_id::text FROM {s}.chunks c LEFT JOIN {s}.sources s USING (source_id) "
-                              "WHERE s.source_id IS NULL ORDER BY 1")
-            empty_sources = listing("SELECT s.path FROM {s}.sources s WHERE NOT EXISTS "
-                                    "(SELECT 1 FROM {s}.chunks c WHERE c.source_id = s.source_id) ORDER BY 1")
-            chunkers = listing("SELECT DISTINCT chunker FROM {s}.chunks WHERE chunker <> %s ORDER BY 1",
-                               [self.policy.version])
-            wrong_chunker = count("SELECT count(*) FROM {s}.chunks WHERE chunker <> %s", [self.policy.version])
-            wrong_embedding = count("SELECT count(*) FROM {s}.chunks WHERE embedding_version IS DISTINCT FROM %s",
-                                    [self.embedding_version])
-            versions = listing("SELECT DISTINCT coalesce(embedding_version, 'none') FROM {s}.chunks "
-                               "WHERE embedding_version IS DISTINCT FROM %s ORDER BY 1", [self.embedding_version])
-            no_vector = count("SELECT count(*) FROM {s}.chunks WHERE embedding IS NULL") if self.encoder else 0
-            bad_spans = listing("SELECT s.path || '#' || c.ordinal FROM {s}.chunks c JOIN {s}.sources s USING "
-                                "(source_id) WHERE c.end_char <= c.start_char OR length(c.text) <> c.end_char - "
-                                "c.start_char ORDER BY 1")
-            stored = connection.execute(self.sql("SELECT path, content_hash FROM {s}.sources ORDER BY path")).fetchall()
-            stale_statistics = listing(
-                # over the chunks of a stored source (an orphan chunk is its own check's finding)
-                "SELECT t.tenant FROM (SELECT c.tenant, count(*) AS n, sum(c.code_length) AS total FROM {s}.chunks c "
-                "JOIN {s}.sources USING (source_id) GROUP BY c.tenant) t FULL JOIN {s}.collection c USING (tenant) "
-                "WHERE c.chunks IS DISTINCT FROM t.n OR c.total_length IS DISTINCT FROM t.total ORDER BY 1")
-            texts = (connection.execute(self.sql(
-                "SELECT s.path || '#' || c.ordinal, CASE WHEN c.header = '' THEN c.text "
-                "ELSE c.header || E'\\n' || c.text END FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
-                "ORDER BY s.path, c.ordinal")).fetchall() if self.encoder is not None else [])
+            count = lambda name: connection.execute(self.sql(HEALTH[name]), scope).fetchone()[0]  # noqa: E731
+            listing = lambda name: [r[0] for r in connection.execute(self.sql(HEALTH[name]), scope)]  # noqa: E731
+            n_sources, n_chunks = count("sources"), count("chunks")
+            orphans, empty_sources, chunkers = listing("orphans"), listing("empty_sources"), listing("chunkers")
+            wrong_chunker, wrong_embedding = count("wrong_chunker"), count("wrong_embedding")
+            versions = listing("versions")
+            no_vector = count("no_vector") if self.encoder else 0
+            bad_spans = listing("bad_spans")
+            stored = connection.execute(self.sql(HEALTH["stored"]), scope).fetchall()
+            stale_statistics = sorted(set(listing("stale_statistics")) | set(listing("stale_lexemes")))
+            texts = connection.execute(self.sql(HEALTH["texts"]), scope).fetchall() if self.encoder is not None else []
         window, too_long = self.encoder_window(), []
         if window is not None and texts:
             counts = self.encoder.token_counts([text for _, text in texts])
@@ -572,29 +501,32 @@ class PgIndex:
         for path, digest in stored:
             status = _file_status(root / path, digest)
             {"missing": missing, "unreadable": unreadable, "changed": changed}.get(status, []).append(path)
-        checks = (
-            Check("chunks without a source", not orphans, len(orphans), tuple(orphans[:3])),
-            Check("sources without a chunk", not empty_sources, len(empty_sources), tuple(empty_sources[:3])),
-            Check(f"chunks not made by {self.policy.version}", wrong_chunker == 0, wrong_chunker, tuple(chunkers[:3])),
-            Check(f"chunks not embedded by {self.embedding_version or 'no model'}", wrong_embedding == 0,
-                  wrong_embedding, tuple(versions[:3])),
-            Check("chunks without an embedding", no_vector == 0, no_vector),
-            Check("chunk spans that do not match their text", not bad_spans, len(bad_spans), tuple(bad_spans[:3])),
-            Check(f"chunks longer than the encoder's window ({window} tokens): their tail is never embedded",
-                  not too_long, len(too_long), tuple(too_long[:3])),
-            Check("tenants whose BM25 term statistics do not match their chunks (refresh to recompute)",
-                  not stale_statistics, len(stale_statistics), tuple(stale_statistics[:3])),
-            Check("sources whose file is missing", not missing, len(missing), tuple(missing[:3])),
-            Check("sources whose file cannot be read", not unreadable, len(unreadable), tuple(unreadable[:3])),
-            Check("sources whose file changed since indexing", not changed, len(changed), tuple(changed[:3])),
+        found = (
+            ("chunks without a source", orphans),
+            ("sources without a chunk", empty_sources),
+            (f"chunks not made by {self.policy.version}", (wrong_chunker, chunkers)),
+            (f"chunks not embedded by {self.embedding_version or 'no model'}", (wrong_embedding, versions)),
+            ("chunks without an embedding", (no_vector, [])),
+            ("chunk spans that do not match their text", bad_spans),
+            (f"chunks longer than the encoder's window ({window} tokens): their tail is never embedded", too_long),
+            ("tenants whose BM25 term statistics do not match their chunks (refresh to recompute)", stale_statistics),
+            ("sources whose file is missing", missing),
+            ("sources whose file cannot be read", unreadable),
+            ("sources whose file changed since indexing", changed),
         )
-        return HealthReport(checks, n_sources, n_chunks)
+        checks = []
+        for name, rows in found:
+            number, examples = rows if isinstance(rows, tuple) else (len(rows), rows)
+            checks.append(Check(name, number == 0, number, tuple(examples[:3]), repair_of(name)))
+        return HealthReport(tuple(checks), n_sources, n_chunks)
 
     # -- queries ----------------------------------------------------------------------------
     @contextmanager
     def reader(self, tenant: str = DEFAULT_TENANT, exact: bool = True) -> Iterator:
-        """A read-only transaction as ``ragcourse_reader`` for ``tenant`` (row-level security applies).
+        """A read-only transaction as ``tenant``'s reader role (row-level security applies).
 
+        The role's policies show it its own tenant's rows and no others, whatever the session
+        sets; a tenant the index does not hold gets ``ragcourse_reader``, which sees no rows.
         ``exact=True`` turns index scans off for the transaction, so vector search is
         exhaustive even when an HNSW index exists. Full text reads the table in these sessions
         whatever the scans allowed: the tenant policy must be applied before any operator that
@@ -607,37 +539,15 @@ class PgIndex:
             raise RuntimeError("a reader session must not be opened inside another transaction: "
                                "its role would outlive it")
         with connection.transaction():
-            # One round trip: read-only, the reader role, the tenant, and (exact) no index scans,
-            # each for this transaction only. HNSW serves only index scans; bitmap scans stay on.
-            connection.execute(
-                "SELECT set_config('transaction_read_only', 'on', true), set_config('role', %s, true), "
-                "set_config('ragcourse.tenant', %s, true), set_config('enable_indexscan', %s, true)",
-                [READER_ROLE, tenant, "off" if exact else "on"])
+            # One round trip: read-only, the tenant's role (looked up as the owner, before the switch), the
+            # tenant as a setting (for display: no policy reads it), and (exact) no index scans, each for this
+            # transaction only. HNSW serves only index scans; bitmap scans stay on.
+            connection.execute(self.sql(
+                "SELECT set_config('transaction_read_only', 'on', true), set_config('role', coalesce("
+                "(SELECT reader FROM {s}.tenants WHERE tenant = %s), %s), true), "
+                "set_config('ragcourse.tenant', %s, true), set_config('enable_indexscan', %s, true)"),
+                [tenant, READER_ROLE, tenant, "off" if exact else "on"])
             yield connection
-
-
-def _absent(path: Path) -> bool:
-    """Whether nothing is at ``path`` (as ``_file_status`` calls ``missing``); a directory there is not absent."""
-    try:
-        path.stat()
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def _file_status(path: Path, digest: str) -> str:
-    """``ok``, ``missing`` (no such file), ``unreadable`` (there, but reading fails) or ``changed``."""
-    import hashlib
-
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return "missing"
-    except OSError:
-        return "unreadable"
-    return "ok" if hashlib.sha256(data).hexdigest() == digest else "changed"
 
 
 def counts_by_tenant(index: PgIndex) -> dict[str, int]:

@@ -50,10 +50,44 @@ CHECK_CELL = re.compile(r"^\s*exercises\.check\(\s*(['\"])q\w+\1\s*(,\s*[A-Za-z_
 # connects to the grader's socket, says the run's secret, then answers requests one by one.
 KERNEL_HELPER = '''
 def _ragcourse_serve(path, secret, _ns=globals()):
-    import io, pickle, socket, struct
+    import builtins, io, pickle, socket, struct
+    class _Remote:
+        """One of the grader's objects (a model with a call counter): its methods run in the grader."""
+        __slots__ = ("_id",)
+        def __init__(self, handle):
+            object.__setattr__(self, "_id", handle)
+        def __getattr__(self, attr):
+            kind, value = _ask(("attr", object.__getattribute__(self, "_id"), attr, (), {}))
+            if kind == "method":
+                return lambda *args, **kwargs: _ask(("call", object.__getattribute__(self, "_id"), attr, args,
+                                                     kwargs))[1]
+            return value
+        def __setattr__(self, attr, value):
+            raise AttributeError(f"the model you were handed is read-only here (setting {attr!r})")
+        def __repr__(self):
+            return _ask(("repr", object.__getattribute__(self, "_id"), "", (), {}))[1]
+    _plain = (str, bytes, int, float, bool, complex, type(None))
+    def _walk(value, found, depth=0):
+        # the objects among a request's arguments, in the order the grader counts them too
+        if isinstance(value, _plain) or len(found) > 100000 or depth > 20:
+            return
+        if type(value) in (list, tuple):
+            for item in value:
+                _walk(item, found, depth + 1)
+        elif type(value) is dict:
+            for item in value.values():
+                _walk(item, found, depth + 1)
+        else:
+            found.append(value)
+    _sent = {}
     class _In(pickle.Unpickler):
         def persistent_load(self, pid):
-            return _ns[pid[1]]
+            return _ns[pid[1]] if pid[0] == "answer" else _Remote(pid[1])
+    class _Out(pickle.Pickler):
+        def persistent_id(self, obj):
+            if type(obj) is _Remote:
+                return ("grader", object.__getattribute__(obj, "_id"))
+            return ("arg", _sent[id(obj)]) if id(obj) in _sent else None
     link = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     link.connect(path)
     def receive(size):
@@ -64,16 +98,29 @@ def _ragcourse_serve(path, secret, _ns=globals()):
                 raise EOFError("the grader went away")
             data += chunk
         return data
+    def load():
+        return _In(io.BytesIO(receive(struct.unpack("!Q", receive(8))[0]))).load()
+    def dump(message):
+        buffer = io.BytesIO()
+        _Out(buffer, protocol=5).dump(message)
+        return buffer.getvalue()
     def send(result):
         try:
-            data = pickle.dumps(result, protocol=5)
+            data = dump(result)
         except Exception as error:
-            data = pickle.dumps(("unsendable", type(result[1]).__name__, f"{type(error).__name__}: {error}"[:500]))
+            data = dump(("unsendable", type(result[1]).__name__, f"{type(error).__name__}: {error}"[:500]))
         link.sendall(struct.pack("!Q", len(data)) + data)
+    def _ask(message):
+        link.sendall(struct.pack("!Q", len(data := dump(("callback",) + message))) + data)
+        reply = load()
+        if reply[0] == "raised":
+            kind = getattr(builtins, reply[1], None)
+            raise (kind if isinstance(kind, type) and issubclass(kind, Exception) else RuntimeError)(reply[2])
+        return reply
     send(("hello", secret, ""))
     while True:
         try:
-            op, name, args, kwargs = _In(io.BytesIO(receive(struct.unpack("!Q", receive(8))[0]))).load()
+            op, name, args, kwargs = load()
             if op == "stop":
                 break
             if op == "kind":
@@ -82,6 +129,10 @@ def _ragcourse_serve(path, secret, _ns=globals()):
             elif op == "value":
                 result = ("ok", _ns[name])
             else:
+                found = []
+                _walk((args, kwargs), found)
+                _sent.clear()
+                _sent.update({id(item): number for number, item in enumerate(found)})
                 result = ("ok", _ns[name](*args, **kwargs))
         except KeyboardInterrupt:
             result = ("interrupted", "", "")
@@ -112,7 +163,14 @@ class KernelGone(Exception):
 
 
 class _Strict(pickle.Unpickler):
-    """Plain data only (see the module): anything else is refused before it is built."""
+    """Plain data only (see the module): anything else is refused before it is built.
+
+    The one exception is a reference to an object the grader lent the kernel (``handles``).
+    """
+
+    def __init__(self, file: Any, handles: dict[int, Any] | None = None, sent: list | None = None):
+        super().__init__(file)
+        self.handles, self.sent = handles or {}, sent or []
 
     def find_class(self, module: str, name: str) -> Any:
         if module == "builtins" and name in _BUILTINS or (module, name) in _GLOBALS \
@@ -125,13 +183,19 @@ class _Strict(pickle.Unpickler):
         raise Unreadable(f"a {module}.{name}")
 
     def persistent_load(self, pid: Any) -> Any:
-        raise Unreadable("a reference to the kernel")
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "grader" and type(pid[1]) is int \
+                and pid[1] in self.handles:
+            return self.handles[pid[1]]
+        if isinstance(pid, tuple) and len(pid) == 2 and pid[0] == "arg" and type(pid[1]) is int \
+                and 0 <= pid[1] < len(self.sent):
+            return self.sent[pid[1]]   # an object the check passed in, handed back: the check's own object
+        raise Unreadable("a reference to something the grader never lent")
 
 
-def strict_loads(data: bytes) -> Any:
-    """Unpickle ``data`` with ``_Strict``; Unreadable for anything but plain data."""
+def strict_loads(data: bytes, handles: dict[int, Any] | None = None, sent: list | None = None) -> Any:
+    """Unpickle ``data`` with ``_Strict``; Unreadable for anything but plain data (and lent objects)."""
     try:
-        return _Strict(io.BytesIO(data)).load()
+        return _Strict(io.BytesIO(data), handles, sent).load()
     except Unreadable:
         raise
     except Exception as error:
@@ -169,6 +233,8 @@ class Link:
         self.socket: socket.socket | None = None
         self.msg_id: str | None = None
         self.broken: str | None = None
+        self.handles: dict[int, Any] = {}
+        self.sent: list = []
 
     def open(self) -> None:
         """Start the kernel's side and accept its connection (only the one that says the secret)."""
@@ -228,13 +294,44 @@ class Link:
 
         buffer = io.BytesIO()
         pickler = cloudpickle.CloudPickler(buffer, protocol=5)
-        pickler.persistent_id = lambda obj: ("answer", obj._name) if isinstance(obj, Answer) else None
+        pickler.persistent_id = self._persistent_id
         pickler.dump(request)
         assert self.socket is not None
         self.socket.sendall(struct.pack("!Q", len(buffer.getvalue())) + buffer.getvalue())
 
-    @staticmethod
-    def _receive(connection: socket.socket) -> Any:
+    def _persistent_id(self, obj: Any) -> Any:
+        """The student's function by name; a model that counts calls lent by reference; the rest by value."""
+        if isinstance(obj, Answer):
+            return ("answer", obj._name)
+        if isinstance(obj, LENT_TYPES()):
+            handle = next((k for k, v in self.handles.items() if v is obj), None)
+            if handle is None:
+                handle = len(self.handles) + 1
+                self.handles[handle] = obj
+            return ("grader", handle)
+        return None
+
+    def _service(self, message: tuple) -> tuple:
+        """Run one use of a lent object the kernel asked for: a public attribute, a method call, its repr."""
+        try:
+            if len(message) != 6:
+                raise ValueError("a malformed request")
+            _, op, handle, attr, args, kwargs = message
+            target = self.handles[handle]
+            if op == "repr":
+                return ("value", repr(target))
+            if not isinstance(attr, str) or attr.startswith("_"):
+                raise AttributeError(f"{attr!r} is not for answers to use")
+            value = getattr(target, attr)
+            if op == "attr":
+                return ("method", None) if callable(value) else ("value", value)
+            if op == "call" and callable(value) and isinstance(args, tuple) and isinstance(kwargs, dict):
+                return ("value", value(*args, **kwargs))
+            raise ValueError("a malformed request")
+        except Exception as error:
+            return ("raised", type(error).__name__, str(error)[:2000])
+
+    def _receive(self, connection: socket.socket) -> Any:
         def exactly(size: int) -> bytes:
             data = bytearray()
             while len(data) < size:
@@ -248,7 +345,7 @@ class Link:
             size = struct.unpack("!Q", exactly(8))[0]
             if size > MAX_REPLY_BYTES:
                 raise Unreadable(f"more than the grader reads ({size} bytes)")
-            return strict_loads(exactly(size))
+            return strict_loads(exactly(size), self.handles, self.sent)
         except EOFError:
             raise KernelGone("the kernel stopped answering (did your code exit, or close the grader's socket?)")
 
@@ -259,15 +356,25 @@ class Link:
         if left <= 0:
             raise self._timeout()
         assert self.socket is not None
+        self.sent = []
+        _walk((tuple(args), dict(kwargs or {})), self.sent)
         self._send((op, name, tuple(args), dict(kwargs or {})))
         try:
-            self.socket.settimeout(left)
-            result = self._receive(self.socket)
+            while True:
+                left = self.deadline - time.monotonic()
+                if left <= 0:
+                    raise socket.timeout
+                self.socket.settimeout(left)
+                result = self._receive(self.socket)
+                if not (isinstance(result, tuple) and result and result[0] == "callback"):
+                    break
+                self._send(self._service(result))
         except socket.timeout:
             self.kernel.interrupt()
             try:
                 self.socket.settimeout(INTERRUPT_SECONDS)
-                self._receive(self.socket)
+                while (last := self._receive(self.socket)) and last[0] == "callback":
+                    self._send(("raised", "RuntimeError", "the question's time is up"))
             except Exception:
                 self.broken = (f"the kernel stopped answering: the answer that ran past {self.key}'s time limit"
                                " did not stop when interrupted")
@@ -286,6 +393,30 @@ class Link:
         if status == "interrupted":
             raise self._timeout()
         raise Unreadable(f"a {value[0]} ({value[1]})")
+
+
+_PLAIN = (str, bytes, int, float, bool, complex, type(None))
+
+
+def _walk(value: Any, found: list, depth: int = 0) -> None:
+    """The objects among a request's arguments, in order (the kernel's helper counts them the same way)."""
+    if isinstance(value, _PLAIN) or len(found) > 100000 or depth > 20:
+        return
+    if type(value) in (list, tuple):
+        for item in value:
+            _walk(item, found, depth + 1)
+    elif type(value) is dict:
+        for item in value.values():
+            _walk(item, found, depth + 1)
+    else:
+        found.append(value)
+
+
+def LENT_TYPES() -> tuple[type, ...]:
+    """What the kernel gets by reference: the simulated models and their call counters, whose counts checks read."""
+    from ..world.llm import CallCounter, SimulatedModel
+
+    return (SimulatedModel, CallCounter)
 
 
 def _payload(result: Any) -> tuple[str, Any]:

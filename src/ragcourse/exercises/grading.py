@@ -1,31 +1,38 @@
-"""``python -m ragcourse grade PATH... [--csv FILE] [--solutions] [--timeout SECONDS] [--jobs N]``: grading.
+"""``python -m ragcourse grade PATH... [--csv FILE] [--solutions] [--timeout SECONDS] [--jobs N] [--as-user NAME]``.
 
-Each submission (a notebook, or every file in a folder, recursively) is recognised by its
-metadata (or its title), run top to bottom in a fresh kernel of this Python with a time
-limit, and then graded inside that kernel: every question's check runs against the names the
-notebook defined, exactly as the check cells do. A submission that is not a notebook, a
-notebook of another lesson, or one that runs out of time is reported as such and the rest
-are graded; one whose cells raise is graded on what ran and the error is reported.
-``--solutions`` grades the masters (the lessons' and the labs'), which must pass every question.
-A lab's set may name the least time its cold run needs (``ExerciseSet.seconds``: it embeds
-texts or starts a database); its notebooks get that long when ``--timeout`` is shorter.
+Each submission (a notebook, or every file in a folder, recursively) is read into memory
+first, then recognised by its metadata (or its title). Each notebook is run top to bottom in
+a fresh kernel of this Python, in a temporary folder of its own, by a supervising process
+forked from this one (``judge.supervise``; the kernel itself: ``sandbox``), and graded from
+outside that kernel: every question's check runs in the supervisor, fetching the student's
+values from the kernel and calling the student's functions through it. A submission that is
+not a notebook, a notebook of another lesson, or one that runs out of time is reported as
+such and the rest are graded; one whose cells raise is graded on what ran and the error is
+reported. ``--solutions`` grades the masters (the lessons' and the labs'), which must pass
+every question. A lab's set may name the least time its cold run needs
+(``ExerciseSet.seconds``: it embeds texts or starts a database); its notebooks get that long
+when ``--timeout`` is shorter. ``--timeout`` limits the notebook's cells and, apart, each
+question's check; a supervisor that overruns everything is killed with every process below it.
 
 Printed: per notebook and question, passed or not and the points. ``--csv FILE`` writes one
 row per notebook and question with the columns ``notebook,question,points,max_points,passed``
-(a submission that could not be graded at all gets one row with an empty question).
-Exit status 0 when grading finished, 2 for bad arguments.
+(a submission that could not be graded at all gets one row with an empty question). The
+report and the CSV are written once, from this process's memory, after every kernel is gone.
+Exit status 0 when grading finished, 2 for bad arguments (a bad ``--as-user`` included).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import os
+import signal
 import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from .framework import GRADE_MARKER, NOT_GRADED, PASSED, Verdict, load_set
+from .framework import FAILED, NOT_DONE, NOT_GRADED, PASSED, Verdict, load_set
 from .notebooks import MASTERS_DIR, describe_notebook, master_notebooks
 
 DEFAULT_TIMEOUT = 60.0
@@ -44,6 +51,7 @@ class Graded:
     problem: str | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    limit: float = DEFAULT_TIMEOUT
 
     @property
     def points(self) -> int:
@@ -100,9 +108,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"grade the masters in {MASTERS_DIR.relative_to(MASTERS_DIR.parents[1])}/ instead"
                              " (they must pass every question); takes no PATH")
     parser.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"time limit per notebook, and per check (default {DEFAULT_TIMEOUT:g})")
+                        help=f"time limit per notebook, and per question's check (default {DEFAULT_TIMEOUT:g})")
     parser.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                         help="notebooks graded at once, one kernel each (default 1)")
+    parser.add_argument("--as-user", default=None, metavar="NAME",
+                        help="when grading as root, run the kernels as this user (default: nobody, where it can"
+                             " run the course's Python; otherwise the kernels run as root, and the report says so)")
     parser.set_defaults(grade_prog=parser.prog)
 
 
@@ -138,10 +149,38 @@ def read_notebook(path: Path):
         return None
 
 
-def grading_code(name: str, seconds: float) -> str:
-    """What the grader runs in a submission's kernel after its cells."""
-    return ("from ragcourse.exercises.framework import grade_in_kernel as __ragcourse_grade\n"
-            f"__ragcourse_grade({name!r}, globals(), {seconds!r})")
+def read_all(paths: list[Path]) -> list[tuple[Path, bytes | None]]:
+    """Every submission's bytes, read before any of them runs (None: it could not be read)."""
+    found = []
+    for path in paths:
+        try:
+            found.append((path, path.read_bytes()))
+        except OSError:
+            found.append((path, None))
+    return found
+
+
+def parse_notebook(data: bytes | None):
+    """The notebook in ``data``, or None when it is not one."""
+    import nbformat
+
+    if data is None:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+        return nb if isinstance(nb.get("cells"), list) else None
+    except Exception:
+        return None
+
+
+def read_notebook(path: Path):
+    """The notebook at ``path``, or None when it cannot be read as one."""
+    try:
+        return parse_notebook(path.read_bytes())
+    except OSError:
+        return None
 
 
 def not_graded(name: str, reason: str) -> list[Verdict]:
@@ -149,31 +188,9 @@ def not_graded(name: str, reason: str) -> list[Verdict]:
     return [Verdict(q.key, q.kind, q.title, NOT_GRADED, 0, q.max_points, (reason,)) for q in load_set(name).questions]
 
 
-def grade_file(path: Path, seconds: float = DEFAULT_TIMEOUT) -> Graded:
-    """Recognise, run and grade one submission."""
-    from .execute import run_async
-
-    return run_async(grade_file_async(path, seconds))
-
-
-async def grade_files(paths: list[Path], seconds: float, jobs: int = 1) -> list[Graded]:
-    """Grade every submission, ``jobs`` kernels at a time; the results in the order of ``paths``."""
-    import asyncio
-
-    slots = asyncio.Semaphore(jobs)
-
-    async def one(path: Path) -> Graded:
-        async with slots:
-            return await grade_file_async(path, seconds)
-
-    return list(await asyncio.gather(*(one(path) for path in paths)))
-
-
-async def grade_file_async(path: Path, seconds: float = DEFAULT_TIMEOUT) -> Graded:
-    """``grade_file`` as a coroutine."""
-    from .execute import run_notebook_async
-
-    nb = read_notebook(path)
+def recognise(path: Path, data: bytes | None) -> Graded:
+    """What a submission is (its set, or why it has none), before anything runs."""
+    nb = parse_notebook(data)
     if nb is None:
         return Graded(path, "not a notebook", problem="not a notebook: it cannot be read as a Jupyter notebook")
     name, what = describe_notebook(nb)
@@ -183,39 +200,161 @@ async def grade_file_async(path: Path, seconds: float = DEFAULT_TIMEOUT) -> Grad
     stem_lesson = path.name[:3]
     if stem_lesson[:2].isdigit() and stem_lesson[2:] == "-" and stem_lesson[:2] != name[:2]:
         graded.notes.append(f"its file name says lesson {stem_lesson[:2]}, its content is exercise set {name}")
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-    exercise_set = load_set(name)
-    if exercise_set.seconds and exercise_set.seconds > seconds:   # a lab's cold run needs at least this long
-        graded.notes.append(f"time limit raised to {exercise_set.seconds:g} s, what a cold run of {name} needs")
-        seconds = exercise_set.seconds
-    checks = len(exercise_set.questions)   # each check may take up to `seconds`; the whole run a little more
-    run = await run_notebook_async(nb, path.resolve().parent, seconds, allow_errors=True,
-                                   extra_code=grading_code(name, seconds), extra_seconds=seconds * checks + 30)
-    graded.seconds = run.seconds
-    if run.failure:
-        graded.problem = run.failure
-    elif run.timed_out is not None:
-        graded.problem = (f"did not finish within {seconds:g} s: code cell {run.timed_out} was still running"
-                          " (an endless loop?)")
-    if run.error is not None:
-        number, ename, evalue = run.error
-        graded.notes.append(f"code cell {number} raised {ename}: {evalue.splitlines()[0] if evalue else ''}"
-                            "; the cells after it ran, and what they defined is graded")
-    graded.notes += run.notes
-    if graded.problem is None:
-        line = next((ln for ln in run.extra_stdout.splitlines() if ln.startswith(GRADE_MARKER)), None)
-        if line is None:
-            graded.problem = ("the checks did not finish within the time limit" if run.extra_timed_out
-                              else "the checks produced no result")
-        else:
-            import json
-
-            graded.verdicts = [Verdict.from_dict(v) for v in json.loads(line[len(GRADE_MARKER):])]
-    if graded.problem is not None:
-        graded.verdicts = not_graded(name, graded.problem)
     return graded
+
+
+def trusted_verdicts(name: str, verdicts: list[dict]) -> list[Verdict]:
+    """The supervisor's verdicts, held to the set: its questions in order, points from the status, at most the maximum."""
+    questions = load_set(name).questions
+    if len(verdicts) != len(questions):
+        raise ValueError(f"{len(verdicts)} verdicts for {len(questions)} questions")
+    found = []
+    for question, data in zip(questions, verdicts):
+        verdict = Verdict.from_dict(data)
+        if verdict.question != question.key or verdict.status not in (PASSED, FAILED, NOT_DONE, NOT_GRADED):
+            raise ValueError(f"a verdict on {verdict.question!r} with status {verdict.status!r}")
+        found.append(Verdict(question.key, question.kind, question.title, verdict.status,
+                             question.max_points if verdict.status == PASSED else 0, question.max_points,
+                             verdict.lines))
+    return found
+
+
+def hard_limit(name: str, seconds: float) -> float:
+    """How long a supervisor may take in all before it is killed: start-up, the notebook, every question, a margin."""
+    from .sandbox import INTERRUPT_SECONDS, STARTUP_SECONDS
+
+    questions = len(load_set(name).questions)
+    return STARTUP_SECONDS + seconds + questions * (seconds + INTERRUPT_SECONDS) + 60
+
+
+def kernel_user(as_user: str | None, out: TextIO | None = None):
+    """The account kernels run as (None: the grader's own); ValueError saying what to fix for a bad ``--as-user``."""
+    from .sandbox import account, cannot_run_as
+
+    try:
+        user = account(as_user)
+    except (KeyError, PermissionError) as error:
+        raise ValueError(str(error).strip("'\"")) from None
+    if user is None:
+        return None
+    reason = cannot_run_as(user)
+    if reason is None:
+        return user
+    if as_user is not None:
+        raise ValueError(f"--as-user {as_user}: {reason}; make the environment readable by that user, or name"
+                         " another")
+    if out is not None:
+        print(f"note: the kernels run as root, not as {user.name}: {reason} (see README.md, Exercises)", file=out)
+    return None
+
+
+def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int = 1, as_user: str | None = None,
+                out: TextIO | None = None) -> list[Graded]:
+    """Grade every submission, ``jobs`` at a time, each by a supervisor of its own; results in the order of ``paths``.
+
+    Every file is read first; then each notebook runs in a fresh folder under one temporary
+    folder, which is removed on every way out (Ctrl-C and SIGTERM included, see ``run``).
+    """
+    import multiprocessing
+    import shutil
+    import tempfile
+    import time
+    from collections import deque
+    from multiprocessing.connection import wait
+
+    from .judge import Job, supervise
+    from .sandbox import kill_descendants
+
+    read = read_all(paths)
+    results = [recognise(path, data) for path, data in read]
+    todo = [(index, graded) for index, graded in enumerate(results) if graded.problem is None]
+    user = kernel_user(as_user, out) if todo else None
+    for _, graded in todo:
+        load_set(graded.name)   # every set's checks imported here, before any submission runs
+    import cloudpickle  # noqa: F401  (the supervisors' copies are forked from these)
+    import jupyter_client.blocking.client  # noqa: F401
+    import psutil  # noqa: F401
+
+    root = Path(tempfile.mkdtemp(prefix="ragcourse-grade-"))
+    context = multiprocessing.get_context("fork")
+    running: dict[Any, tuple[int, Any, float, float]] = {}
+    try:
+        os.chmod(root, 0o711)
+        queue = deque(todo)
+        while queue or running:
+            while queue and len(running) < jobs:
+                index, graded = queue.popleft()
+                exercise_set = load_set(graded.name)
+                limit = seconds
+                if exercise_set.seconds and exercise_set.seconds > seconds:  # a lab's cold run needs at least this
+                    graded.notes.append(f"time limit raised to {exercise_set.seconds:g} s, what a cold run of"
+                                        f" {graded.name} needs")
+                    limit = exercise_set.seconds
+                graded.limit = limit
+                job = Job(graded.name, read[index][1] or b"", root / f"{index:04d}", graded.path.name, limit, user)
+                receiver, sender = context.Pipe(duplex=False)
+                process = context.Process(target=supervise, args=(job, sender), daemon=True)
+                process.start()
+                sender.close()
+                running[receiver] = (index, process, time.monotonic(), hard_limit(graded.name, limit))
+            for receiver in wait(list(running), timeout=0.5):
+                index, process, started, _ = running.pop(receiver)
+                try:
+                    outcome = receiver.recv()
+                except (EOFError, OSError):
+                    outcome = None
+                _finish(results[index], outcome, process, root / f"{index:04d}", time.monotonic() - started)
+            for receiver, (index, process, started, limit) in list(running.items()):
+                if time.monotonic() - started > limit:
+                    del running[receiver]
+                    _finish(results[index], None, process, root / f"{index:04d}", time.monotonic() - started,
+                            f"stopped after {limit:g} s, the most a notebook and its checks may take")
+        return results
+    finally:
+        for receiver, (_, process, _, _) in running.items():
+            kill_descendants(process.pid)
+            process.kill()
+            process.join(5)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _finish(graded: Graded, outcome: Any, process: Any, folder: Path, seconds: float, why: str | None = None) -> None:
+    """Kill what is left of a supervisor's tree, remove its folder, and turn its outcome into the grade."""
+    import shutil
+
+    from .sandbox import kill_descendants
+
+    kill_descendants(process.pid)
+    process.kill()
+    process.join(5)
+    shutil.rmtree(folder, ignore_errors=True)
+    graded.seconds = seconds
+    if outcome is None:
+        graded.problem = why or "the grader's supervisor of this notebook ended without a result"
+    else:
+        graded.seconds = outcome.seconds
+        if outcome.failure:
+            graded.problem = outcome.failure
+        elif outcome.timed_out is not None:
+            graded.problem = (f"did not finish within {graded.limit:g} s: code cell {outcome.timed_out} was still"
+                              " running (an endless loop?)")
+        if outcome.error is not None:
+            number, ename, evalue = outcome.error
+            graded.notes.append(f"code cell {number} raised {ename}: {evalue.splitlines()[0] if evalue else ''}"
+                                "; the cells after it ran, and what they defined is graded")
+        graded.notes += outcome.notes
+        if graded.problem is None:
+            try:
+                graded.verdicts = trusted_verdicts(graded.name, outcome.verdicts)
+            except (ValueError, KeyError, TypeError) as error:
+                graded.problem = f"the checks produced no usable result ({error})"
+    if graded.problem is not None:
+        graded.verdicts = not_graded(graded.name, graded.problem)
+
+
+def grade_file(path: Path, seconds: float = DEFAULT_TIMEOUT, as_user: str | None = None) -> Graded:
+    """Recognise, run and grade one submission."""
+    return grade_files([path], seconds, 1, as_user)[0]
 
 
 def _shown_path(path: Path) -> str:
@@ -269,6 +408,17 @@ def write_csv(results: list[Graded], path: Path) -> None:
                 writer.writerow([where, v.question, v.points, v.max_points, "true" if v.passed else "false"])
 
 
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM: leave the way Ctrl-C does, through every ``finally`` (kernels killed, folders removed)."""
+    raise SystemExit(128 + signum)
+
+
 def _usage_error(prog: str, message: str) -> int:
     print(f"{prog}: error: {message}", file=sys.stderr)
     return 2
@@ -294,9 +444,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _usage_error(prog, "no files to grade" + (f" in {MASTERS_DIR}" if args.solutions else ""))
     print(f"grading {len(files)} file{'s' if len(files) != 1 else ''}, time limit {seconds:g} s each", file=out,
           flush=True)
-    from .execute import run_async
-
-    results = run_async(grade_files([Path(p) for p in files], seconds, getattr(args, "jobs", 1) or 1))
+    previous = signal.signal(signal.SIGTERM, _terminated) if _main_thread() else None
+    try:
+        results = grade_files([Path(p) for p in files], seconds, getattr(args, "jobs", 1) or 1,
+                              getattr(args, "as_user", None), out)
+    except ValueError as error:   # a bad --as-user, found before anything ran
+        return _usage_error(prog, str(error))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     report(results, out, args.solutions)
     if args.csv is not None:
         write_csv(results, Path(args.csv))

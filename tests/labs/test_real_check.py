@@ -83,3 +83,16 @@ def test_held_out_questions_scored_from_a_second_place_raise_and_the_same_place_
         assert scores(GOOD, list(held), "mrr") == [1.0] * 12      # a plain list of the same questions is not guarded
     finally:
         forget_test_reads()
+
+
+def test_lab04_reads_its_test_questions_in_exactly_one_cell():
+    """Static: one code cell of lab 04 takes the held-out questions, and no other cell names the test split."""
+    import json
+    from pathlib import Path
+
+    notebook = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "04-postgres-baseline.ipynb"
+    sources = ["".join(c["source"]) for c in json.loads(notebook.read_text("utf-8"))["cells"] if c["cell_type"] == "code"]
+    reading = [s for s in sources if "held_out(" in s]
+    assert len(reading) == 1
+    assert not [s for s in sources if 'real_questions("test")' in s or "judged_and_real(" in s]
+    assert sum('"test"' in s for s in sources) == 1

@@ -211,7 +211,7 @@ class Setting:
 START = Setting()
 # What lab 04's ladder kept on dev (its section 10 prints the comparison): the system of
 # ``ask``, ``index`` and ``search --retriever postgres``.
-KEPT = START
+KEPT = START.changed(per_path=60, constant=10)
 # Every index the ladder's steps can reach from START (policy x headers, summary lines kept).
 LADDER_INDEXES = tuple(Setting(policy=policy, headers=headers)
                        for policy in ("recursive", "window") for headers in (True, False))

@@ -32,11 +32,14 @@ import signal
 import socket
 import struct
 import time
+from collections import ChainMap
 from dataclasses import dataclass, field, is_dataclass
 from enum import Enum
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .lending import FORWARDED, LENT_TYPES, rebuilt_reducers
 from .framework import FAILED, NOT_DONE, NOT_GRADED, CheckTimeout, ExerciseSet, Verdict, load_set
 from .sandbox import INTERRUPT_SECONDS, Account, Kernel, KernelError, become_subreaper
 
@@ -66,6 +69,19 @@ def _ragcourse_serve(path, secret, _ns=globals()):
             raise AttributeError(f"the model you were handed is read-only here (setting {attr!r})")
         def __repr__(self):
             return _ask(("repr", object.__getattribute__(self, "_id"), "", (), {}))[1]
+        def _call(self, attr, *args):
+            return _ask(("call", object.__getattribute__(self, "_id"), attr, args, {}))[1]
+        def __enter__(self):
+            return self._call("__enter__")
+        def __exit__(self, kind, error, trace):
+            self._call("__exit__", kind is not None)
+            return False
+        def __iter__(self):
+            return iter(self._call("__iter__"))
+        def __len__(self):
+            return self._call("__len__")
+        def __getitem__(self, key):
+            return self._call("__getitem__", key)
     _plain = (str, bytes, int, float, bool, complex, type(None))
     def _walk(value, found, depth=0):
         # the objects among a request's arguments, in the order the grader counts them too
@@ -79,9 +95,11 @@ def _ragcourse_serve(path, secret, _ns=globals()):
                 _walk(item, found, depth + 1)
         else:
             found.append(value)
-    _sent = {}
+    _sent, _kept = {}, {}
     class _In(pickle.Unpickler):
         def persistent_load(self, pid):
+            if pid[0] == "kept":
+                return _kept[pid[1]]
             return _ns[pid[1]] if pid[0] == "answer" else _Remote(pid[1])
     class _Out(pickle.Pickler):
         def persistent_id(self, obj):
@@ -120,7 +138,10 @@ def _ragcourse_serve(path, secret, _ns=globals()):
     send(("hello", secret, ""))
     while True:
         try:
-            op, name, args, kwargs = load()
+            op, name, args, kwargs, forget, new = load()
+            if forget:
+                _kept.clear()
+            _kept.update(new)
             if op == "stop":
                 break
             if op == "kind":
@@ -235,6 +256,9 @@ class Link:
         self.broken: str | None = None
         self.handles: dict[int, Any] = {}
         self.sent: list = []
+        # the argument objects the kernel holds for this question: id -> (number, the object, kept alive here)
+        self.kept: dict[int, tuple[int, Any]] = {}
+        self.forget = False
 
     def open(self) -> None:
         """Start the kernel's side and accept its connection (only the one that says the secret)."""
@@ -274,7 +298,7 @@ class Link:
         """Tell the kernel's side to stop, and wait a little for its request to end."""
         if self.socket is not None and self.broken is None:
             try:
-                self._send(("stop", "", (), {}))
+                self._send(("stop", "", (), {}, False, {}))
             except Exception:
                 pass
         if self.socket is not None:
@@ -284,25 +308,36 @@ class Link:
 
     def question(self, key: str, seconds: float) -> None:
         self.key, self.limit, self.deadline = key, seconds, time.monotonic() + seconds
+        self.forget, self.kept = self.forget or bool(self.kept), {}
 
     def _timeout(self) -> CheckTimeout:
         return CheckTimeout(f"{self.key}: the check did not finish within {self.limit:g} s; does your code loop"
                             " forever?")
 
     def _send(self, request: tuple) -> None:
-        import cloudpickle
-
         buffer = io.BytesIO()
-        pickler = cloudpickle.CloudPickler(buffer, protocol=5)
+        pickler = _pickler()(buffer, protocol=5)
         pickler.persistent_id = self._persistent_id
         pickler.dump(request)
         assert self.socket is not None
         self.socket.sendall(struct.pack("!Q", len(buffer.getvalue())) + buffer.getvalue())
 
+    def _call_message(self, op: str, name: str, args: tuple, kwargs: dict) -> None:
+        """Send a request; its argument objects the kernel does not hold yet go by value, and it keeps them."""
+        lent = (Answer,) + LENT_TYPES()
+        new = {id(item): (len(self.kept) + number, item) for number, item in
+               enumerate(dict.fromkeys(i for i in self.sent if id(i) not in self.kept and not isinstance(i, lent)))}
+        self._send((op, name, args, kwargs, self.forget, {number: item for number, item in new.values()}))
+        self.forget = False
+        self.kept.update(new)
+
     def _persistent_id(self, obj: Any) -> Any:
-        """The student's function by name; a model that counts calls lent by reference; the rest by value."""
+        """The student's function by name; a lent object by reference; what the kernel keeps by number; the rest
+        by value."""
         if isinstance(obj, Answer):
             return ("answer", obj._name)
+        if id(obj) in self.kept and self.kept[id(obj)][1] is obj:
+            return ("kept", self.kept[id(obj)][0])
         if isinstance(obj, LENT_TYPES()):
             handle = next((k for k, v in self.handles.items() if v is obj), None)
             if handle is None:
@@ -320,6 +355,9 @@ class Link:
             target = self.handles[handle]
             if op == "repr":
                 return ("value", repr(target))
+            if op == "call" and attr in FORWARDED and isinstance(args, tuple):
+                special = getattr(target, attr)
+                return ("value", list(special()) if attr == "__iter__" else special(*args))
             if not isinstance(attr, str) or attr.startswith("_"):
                 raise AttributeError(f"{attr!r} is not for answers to use")
             value = getattr(target, attr)
@@ -358,7 +396,7 @@ class Link:
         assert self.socket is not None
         self.sent = []
         _walk((tuple(args), dict(kwargs or {})), self.sent)
-        self._send((op, name, tuple(args), dict(kwargs or {})))
+        self._call_message(op, name, tuple(args), dict(kwargs or {}))
         try:
             while True:
                 left = self.deadline - time.monotonic()
@@ -412,11 +450,15 @@ def _walk(value: Any, found: list, depth: int = 0) -> None:
         found.append(value)
 
 
-def LENT_TYPES() -> tuple[type, ...]:
-    """What the kernel gets by reference: the simulated models and their call counters, whose counts checks read."""
-    from ..world.llm import CallCounter, SimulatedModel
+@lru_cache(maxsize=1)
+def _pickler() -> type:
+    """cloudpickle's pickler, with ``lending.rebuilt_reducers`` for what the kernel opens afresh."""
+    import cloudpickle
 
-    return (SimulatedModel, CallCounter)
+    class Pickler(cloudpickle.CloudPickler):
+        dispatch_table = ChainMap(rebuilt_reducers(), cloudpickle.CloudPickler.dispatch_table)
+
+    return Pickler
 
 
 def _payload(result: Any) -> tuple[str, Any]:

@@ -325,8 +325,10 @@ class Link:
     def _call_message(self, op: str, name: str, args: tuple, kwargs: dict) -> None:
         """Send a request; its argument objects the kernel does not hold yet go by value, and it keeps them."""
         lent = (Answer,) + LENT_TYPES()
-        new = {id(item): (len(self.kept) + number, item) for number, item in
-               enumerate(dict.fromkeys(i for i in self.sent if id(i) not in self.kept and not isinstance(i, lent)))}
+        new: dict[int, tuple[int, Any]] = {}
+        for item in self.sent:   # by identity: an argument need not be hashable
+            if id(item) not in self.kept and id(item) not in new and not isinstance(item, lent):
+                new[id(item)] = (len(self.kept) + len(new), item)
         self._send((op, name, args, kwargs, self.forget, {number: item for number, item in new.values()}))
         self.forget = False
         self.kept.update(new)

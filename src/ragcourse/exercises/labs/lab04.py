@@ -28,7 +28,9 @@ from ...rag.database import open_database
 from ...rag.ingest import ChunkPolicy
 from ...rag.reader import citation_doc_id
 from ...rag.store import READER_ROLE, Check, PgIndex, check_tenant, counts_by_tenant
+from ...rag.schema import READ_TABLES
 from .shared import corpus, judged
+from ..lending import ReadOnlyIndex
 from ..framework import (ExerciseSet, Mismatch, Question as Exercise, call, check_choice, first_hint,
                          require_function, shown)
 
@@ -115,7 +117,11 @@ def _drop_roles(index: PgIndex, roles: Sequence[str]) -> None:
 
 
 def create_role(index: PgIndex, role: str) -> None:
-    """A role that cannot log in or bypass row-level security, allowed to read the index's two tables."""
+    """A role that cannot log in or bypass row-level security, allowed to read the index's tables.
+
+    It may read ``{s}.tenants`` too: the index's own policies look up the current role's tenant there
+    (a role the table does not list has none, so those policies show it nothing).
+    """
     from psycopg import sql
 
     with index.connection.transaction():
@@ -124,7 +130,7 @@ def create_role(index: PgIndex, role: str) -> None:
                                      .format(r=sql.Identifier(role)))
         index.connection.execute(sql.SQL("GRANT USAGE ON SCHEMA {s} TO {r}")
                                  .format(s=sql.Identifier(index.schema), r=sql.Identifier(role)))
-        index.connection.execute(sql.SQL("GRANT SELECT ON {s}.sources, {s}.chunks TO {r}")
+        index.connection.execute(sql.SQL(f"GRANT SELECT ON {READ_TABLES} TO {{r}}")
                                  .format(s=sql.Identifier(index.schema), r=sql.Identifier(role)))
 
 
@@ -345,13 +351,22 @@ def _delete(index: PgIndex, path: str, ordinals: Sequence[int]) -> None:
             "AND c.ordinal = ANY(%s)"), [path, list(ordinals)])
 
 
+def _call_gaps(gaps: Callable, index: PgIndex, tried: str) -> Any:
+    """``gaps`` called on a read-only view of ``index`` (what the grader can lend a submission's kernel)."""
+    view = ReadOnlyIndex(index)
+    try:
+        return call(gaps, "ordinal_gaps", (view,), tried)
+    finally:
+        view.close()
+
+
 def check_gaps(answer: Any) -> list[str]:
     """ordinal_gaps(index) passes on a sound index and trips, with the right count and examples, on gaps."""
     gaps = require_function(answer, "ordinal_gaps")
     lines = []
     with scratch_index("exercise_health", small_subset(), policy=ChunkPolicy("headings")) as index:
         tried = "ordinal_gaps(index) on a freshly built index"
-        got = _as_check(call(gaps, "ordinal_gaps", (index,), tried), tried)
+        got = _as_check(_call_gaps(gaps, index, tried), tried)
         if not got.passed or got.found != 0 or tuple(got.examples) != ():
             raise Mismatch(tried, "passed=True, found=0, examples=()",
                            f"passed={got.passed!r}, found={got.found!r}, examples={shown(tuple(got.examples))}",
@@ -364,8 +379,8 @@ def check_gaps(answer: Any) -> list[str]:
                 _delete(index, path, ordinals)
                 done.append(f"ordinal{'s' if len(ordinals) > 1 else ''} {', '.join(map(str, ordinals))} of {path}")
             tried = f"ordinal_gaps(index) after deleting {'; '.join(done)}"
-            got = _as_check(call(gaps, "ordinal_gaps", (index,), tried), tried)
-            expected = reference_gaps(index)
+            expected = reference_gaps(index)   # before the answer runs (it reads the index through a view)
+            got = _as_check(_call_gaps(gaps, index, tried), tried)
             mine = (bool(got.passed), got.found, tuple(got.examples))
             theirs = (expected.passed, expected.found, expected.examples)
             if mine != theirs:

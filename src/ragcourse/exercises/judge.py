@@ -16,6 +16,10 @@ The check receives, for each name the question reads,
   that is not plain data, an exception or a call that runs past the question's time limit is
   what the check sees, exactly as if the function had run in the grader.
 
+An argument object travels once per question: the kernel keeps it, and the question's later
+calls refer to it by number (a lab hands the same index to fifty calls). What is lent by
+reference, and what the kernel opens afresh rather than receives, is in ``lending``.
+
 So the verdict, its status and its points come from the grader's code alone; a cell that
 replaces a check, the verdict or anything else of the package changes only the kernel's copy.
 What the kernel sends back can only be an answer: it is the student's to choose, and it is

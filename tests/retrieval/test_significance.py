@@ -19,6 +19,7 @@ from ragcourse import COURSE_SEED
 from ragcourse.retrieval.metrics import ndcg_at_k, recall_at_k, reciprocal_rank
 from ragcourse.retrieval.significance import (
     EXACT_RANDOMISATION_LIMIT,
+    Family,
     NO_DIFFERENCE,
     PairedComparison,
     compare,
@@ -67,7 +68,8 @@ def test_recall_in_thirds_is_handled_as_exact_fractions():
     a, b = [1 / 3, 2 / 3, 1.0], [0.0, 1 / 3, 2 / 3]
     assert len({x - y for x, y in zip(a, b)}) > 1       # the floats alone would not tie
     assert paired_randomisation(a, b) == 0.25
-    assert compare(a, b).method.endswith("(exact over all 8 sign patterns)")
+    assert "exact over all 8 sign patterns" in compare(a, b).method
+    assert compare(a, b).p_value == 0.25
 
 
 def test_differences_that_tie_only_up_to_float_error_still_count_as_ties():
@@ -155,8 +157,8 @@ def test_printed_line_is_pinned_for_the_course_seed():
     dense, fused = hits(rng, 70, 0.71), hits(rng, 70, 0.77)
     result = compare(dense, fused, ("dense", "fusion"))
     assert (result.mean_a, result.mean_b, result.difference) == (56 / 70, 51 / 70, 5 / 70)
-    assert (result.low, result.high, result.p_value) == (-4 / 70, 14 / 70, 7654 / 20_001)
-    assert str(result) == "dense - fusion: +0.071 [\u22120.057, +0.200], p = 0.383 (n = 70): " + NO_DIFFERENCE
+    assert (result.low, result.high, result.p_value) == (-2 / 33, 1 / 5, 7682 / 20_001)
+    assert str(result) == "dense - fusion: +0.071 [\u22120.061, +0.200], p = 0.384 (n = 70): " + NO_DIFFERENCE
 
 
 def test_verdict_follows_p_at_alpha_and_the_sign():
@@ -190,12 +192,87 @@ def test_compare_to_baseline_is_compare_for_each_system_with_holm_adjusted_p():
 
 
 def test_the_exact_limit_switches_to_random_sign_patterns():
-    a = np.zeros(40)
-    b = np.zeros(40)
-    a[:EXACT_RANDOMISATION_LIMIT] = 1
-    assert "exact over all 65536" in compare(a, b).method
-    a[EXACT_RANDOMISATION_LIMIT] = 1
-    assert "20000 random sign patterns" in compare(a, b).method
+    a = np.zeros(EXACT_RANDOMISATION_LIMIT)
+    a[:5] = 1
+    exact = compare(a, np.zeros(a.size))
+    assert "exact over all 65536" in exact.method
+    assert exact.p_value == paired_randomisation(a, np.zeros(a.size)) == 2 / 32
+    longer = np.append(a, 0.0)
+    assert "20000 random sign patterns of all 17 questions" in compare(longer, np.zeros(longer.size)).method
+
+
+def cases(seed: int):
+    """Realistic score pairs: hits, reciprocal ranks, few questions differing, and a clear winner."""
+    rng = np.random.default_rng(seed)
+    a, b = hits(rng, 109, 0.6), hits(rng, 109, 0.5)
+    yield a, b
+    yield 1 / rng.integers(1, 11, 109), 1 / rng.integers(1, 11, 109)
+    c = a.copy()
+    c[:7] = 1 - c[:7]
+    yield a, c
+    yield np.minimum(1, b + hits(rng, 109, 0.2)), b
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_interval_leaves_zero_out_exactly_when_p_is_at_most_one_minus_confidence(seed, confidence):
+    """One procedure: the interval is the randomisation test inverted, so the two never disagree."""
+    for a, b in cases(seed):
+        result = compare(a, b, confidence=confidence)
+        assert result.low <= result.difference <= result.high
+        assert (result.low > 0 or result.high < 0) == (result.p_value <= 1 - confidence), result
+
+
+def test_interval_ends_are_the_last_shifts_the_test_keeps():
+    """Shifting one system's scores by an end keeps the test at p > 0.05; a little further rejects it.
+
+    The shifted comparison uses the same seed and size, so the same sign patterns: this checks the
+    interval against the test itself, computed by the same code path that gives every p-value.
+    """
+    rng = np.random.default_rng(9)
+    a, b = hits(rng, 60, 0.7), hits(rng, 60, 0.5)
+    result = compare(a, b)
+    for end, outward in ((result.low, -1e-3), (result.high, +1e-3)):
+        end = Fraction(end).limit_denominator(10_000)
+        assert compare(a - float(end), b).p_value > 0.05
+        assert compare(a - float(end + Fraction(outward).limit_denominator(1000)), b).p_value <= 0.05
+
+
+def test_a_family_prints_raw_and_holm_p_and_its_verdicts_follow_holm():
+    rng = np.random.default_rng(5)
+    base = hits(rng, 109, 0.45)
+    strong = np.maximum(base, hits(rng, 109, 0.3))
+    weak = base.copy()
+    weak[:6] = 1 - weak[:6]
+    family = Family("does the new system beat the old on dev")
+    family.add("strong - base", strong, base, ("strong", "base"))
+    family.add("weak - base", weak, base, ("weak", "base"))
+    family.add("base - base", base, base, ("base", "base again"))
+    raw = [c.p_value for c in family.raw]
+    assert [c.p_value for c in family.adjusted] == holm_adjusted(raw)
+    assert family.verdict("strong - base") == "strong beats base"
+    assert family.verdict("base - base") == NO_DIFFERENCE
+    printed = str(family).splitlines()
+    assert printed[0] == "does the new system beat the old on dev: 3 comparisons, verdicts at Holm-adjusted p <= 0.05"
+    assert printed[2].startswith("strong - base") and printed[2].endswith("strong beats base")
+    with pytest.raises(ValueError, match="label must be a new"):
+        family.add("weak - base", weak, base)
+    with pytest.raises(KeyError, match="no comparison 'other'"):
+        family["other"]
+
+
+def test_holm_can_turn_a_raw_win_into_no_difference_in_a_family():
+    """A raw p of about 0.03 is a win alone and no difference among three comparisons."""
+    a = np.zeros(100)
+    a[:8] = 1
+    b = np.zeros(100)
+    b[8:9] = 1
+    family = Family("three looks")
+    for label in ("one", "two", "three"):
+        family.add(label, a, b)
+    raw = family.raw[0]
+    assert 0.01 < raw.p_value <= 0.05 and raw.verdict() != NO_DIFFERENCE
+    assert family.verdict("one") == NO_DIFFERENCE
 
 
 # ---------------------------------------------------------------- bad input names the argument

@@ -6,9 +6,12 @@ the first system's score minus the second's. A paired test asks how large the me
 differences would plausibly be if the two systems were interchangeable. The randomisation test
 swaps the two systems' scores on each question at random (a sign flip of that question's
 difference) and counts how often the shuffled mean difference is at least as far from zero as
-the real one; that share is the p-value. The bootstrap redraws the questions themselves, with
-replacement, to show how much the mean difference would move on another set of questions like
-these: the middle 95% of those redrawn means is the interval. Pairing matters because questions
+the real one; that share is the p-value. The interval comes from the same test, inverted: it
+holds every shift of the differences that the test would not reject, so it leaves zero out
+exactly when p <= 0.05 and the two never disagree (``compare``). The bootstrap, which redraws
+the questions themselves with replacement, is here too (``paired_bootstrap``) and is checked
+against scipy's, but no lab decides with it. ``Family`` holds the comparisons that answer one
+question and judges them together, with Holm's adjustment. Pairing matters because questions
 differ far more among themselves than systems do on one question; comparing the same questions
 removes that spread. When the p-value is not small, or the interval straddles zero, the
 finding is "no difference this set can detect": not that the systems are equal, but that this
@@ -302,33 +305,91 @@ def paired_randomisation(a: Sequence[float], b: Sequence[float], *, permutations
 def compare(a: Sequence[float], b: Sequence[float], names: Sequence[str] = ("A", "B"), *,
             resamples: int = 10_000, permutations: int = 20_000, seed: int = COURSE_SEED,
             confidence: float = 0.95) -> PairedComparison:
-    """The course's paired comparison: the interval from the paired bootstrap, the p-value from the randomisation test.
+    """The course's paired comparison: one procedure, the sign-flip randomisation test, gives both p and interval.
 
-    The p-value (and so the verdict) comes from the sign-flip randomisation test because it needs
-    no large-sample approximation: it is valid for any number of questions and exact when few of
-    them differ, and it is the test ranx runs as "fisher". The bootstrap's shift p-value leans on
-    the set being large and runs a little small on small sets. The randomisation test gives no
-    interval, so the interval, which says how big the difference might be, comes from the
-    bootstrap. Near the threshold the two can disagree (p just under 0.05 with an interval that
-    touches zero, or the reverse); the verdict then follows the test.
+    The p-value is the share of sign patterns (each question's difference kept or flipped; all
+    2**n patterns when n <= 16 questions, else ``permutations`` random ones plus the observed) whose mean difference is at least as far
+    from zero as the observed one; it is the test ranx runs as "fisher" and needs no large-sample
+    approximation. The interval is the same test inverted: the shifts ``delta`` for which the
+    differences minus ``delta`` would not be rejected at ``1 - confidence``, on the very same sign
+    patterns. So the interval leaves zero out exactly when p <= 1 - confidence, and the two can
+    never disagree in print. (For each pattern the shifts at which it is at least as extreme form
+    one closed interval containing the observed mean, so the set of shifts not rejected is an
+    interval too, and its ends are found exactly, as fractions.) ``resamples`` is accepted for
+    backward compatibility and ignored: ``paired_bootstrap`` is the bootstrap.
     """
-    return _compare(a, b, names, "a", "b", resamples, permutations, seed, confidence)
-
-
-def _compare(a: Sequence[float], b: Sequence[float], names: Sequence[str], a_name: str, b_name: str,
-             resamples: int, permutations: int, seed: int, confidence: float) -> PairedComparison:
-    first, second = _paired(a, b, a_name, b_name)
+    check_positive_int("resamples", resamples)
+    first, second = _paired(a, b, "a", "b")
     _names(names)
-    resamples = check_positive_int("resamples", resamples)
     permutations = check_positive_int("permutations", permutations)
     seed = check_seed(seed, "seed")
     level = _confidence(confidence)
-    diff = _differences(first, second)
-    low, high, _ = _bootstrap(diff, resamples, seed, level)
-    p_value, how = _randomisation(diff, permutations, seed)
-    method = (f"{float(level):.0%} paired bootstrap interval ({resamples} resamples); "
-              f"sign-flip randomisation p-value ({how})")
+    low, high, p_value = _inverted_randomisation(_differences(first, second), permutations, seed, 1 - level)
+    patterns = (f"exact over all {2 ** first.size} sign patterns" if first.size <= EXACT_RANDOMISATION_LIMIT
+                else f"{permutations} random sign patterns of all {first.size} questions")
+    method = f"sign-flip randomisation ({patterns}): p-value and its inverted {float(level):.0%} interval"
     return _compared(first, second, names, low, high, p_value, method, level)
+
+
+def _inverted_randomisation(diff: _Differences, permutations: int, seed: int,
+                            alpha: Fraction) -> tuple[float, float, float]:
+    """(low, high, p): the sign-flip p-value at zero and the shifts it does not reject at ``alpha``.
+
+    With per-question differences ``u`` (whole units), their sum ``D`` over ``n`` questions, and a
+    pattern of signs ``s`` with ``A = s . u`` and ``S = sum(s)``: shifting every difference by
+    ``delta``, the pattern is at least as extreme as the observation when
+    ``|A - delta S| >= |D - n delta|``, which holds exactly for ``delta`` between
+    ``(D - A) / (n - S)`` and ``(D + A) / (n + S)`` (always, for the all-plus and all-minus
+    patterns). A shift is kept when ``(1 + patterns at least as extreme) / (permutations + 1) >
+    alpha``, i.e. when at least ``need`` patterns count; the lowest kept shift is the ``need``-th
+    smallest lower end, the highest the ``need``-th largest upper end.
+    """
+    units, n = diff.units, diff.units.size
+    total = int(units.sum())
+    if n <= EXACT_RANDOMISATION_LIMIT:                        # every pattern, the observed one among them
+        bits = (np.arange(2 ** n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
+        a_sums, s_sums = (1 - 2 * bits) @ units, (1 - 2 * bits).sum(axis=1)
+        extreme = _at_least_as_far(a_sums, total, diff.slack)
+        p_value, permutations = extreme / 2 ** n, 2 ** n
+        need = math.floor(alpha * 2 ** n) + 1                 # smallest count c with c / 2**n > alpha
+    else:
+        rng = np.random.default_rng(seed)
+        a_parts, s_parts, step = [], [], _rows_per_block(n)
+        for start in range(0, permutations, step):
+            rows = min(step, permutations - start)
+            signs = 1 - 2 * rng.integers(0, 2, size=(rows, n), dtype=np.int64)
+            a_parts.append(signs @ units)
+            s_parts.append(signs.sum(axis=1))
+        a_sums, s_sums = np.concatenate(a_parts), np.concatenate(s_parts)
+        extreme = _at_least_as_far(a_sums, total, diff.slack)
+        p_value = (1 + extreme) / (permutations + 1)
+        need = math.floor(alpha * (permutations + 1) - 1) + 1  # smallest count c with (1 + c) / (P + 1) > alpha
+    if need <= 0:
+        return -math.inf, math.inf, p_value
+    first = np.stack([total - a_sums, n - s_sums])            # numerator, denominator of (D - A) / (n - S)
+    second = np.stack([total + a_sums, n + s_sums])           # of (D + A) / (n + S)
+    ends = []
+    for numerators, denominators in ((first[0], first[1]), (second[0], second[1])):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ends.append(np.where(denominators == 0, np.nan, numerators / np.where(denominators == 0, 1, denominators)))
+    always = np.isnan(ends[0]) | np.isnan(ends[1])            # the all-plus or all-minus pattern
+    lows = np.where(always, -np.inf, np.fmin(ends[0], ends[1]))
+    highs = np.where(always, np.inf, np.fmax(ends[0], ends[1]))
+    if need > permutations:
+        mean = Fraction(total, n) * diff.unit
+        return float(mean), float(mean), p_value
+    low = _exact_end(np.argsort(lows, kind="stable")[need - 1], lows, first, second, ends)
+    high = _exact_end(np.argsort(-highs, kind="stable")[need - 1], highs, first, second, ends)
+    return float(low * diff.unit), float(high * diff.unit), p_value
+
+
+def _exact_end(index: int, chosen: np.ndarray, first: np.ndarray, second: np.ndarray, ends: list) -> Fraction:
+    """The end ``chosen[index]`` as an exact fraction of units per question (or an infinite float)."""
+    value = chosen[index]
+    if math.isinf(value):
+        return value
+    numerators, denominators = (first, second)[0 if ends[0][index] == value else 1]
+    return Fraction(int(numerators[index]), int(denominators[index]))
 
 
 def holm_adjusted(p_values: Sequence[float]) -> list[float]:
@@ -353,9 +414,11 @@ def compare_to_baseline(baseline: Sequence[float], systems: Mapping[str, Sequenc
     """
     if not isinstance(systems, Mapping) or not systems:
         raise ValueError("systems must be a non-empty mapping of system name -> scores")
-    comparisons = [_compare(scores, baseline, (name, baseline_name), f"systems[{name!r}]", "baseline",
-                            resamples, permutations, seed, confidence)
-                   for name, scores in systems.items()]
+    comparisons = []
+    for name, scores in systems.items():
+        _paired(scores, baseline, f"systems[{name!r}]", "baseline")
+        comparisons.append(compare(scores, baseline, (name, baseline_name), resamples=resamples,
+                                   permutations=permutations, seed=seed, confidence=confidence))
     if not holm or len(comparisons) == 1:
         return comparisons
     adjusted = holm_adjusted([c.p_value for c in comparisons])
@@ -363,5 +426,67 @@ def compare_to_baseline(baseline: Sequence[float], systems: Mapping[str, Sequenc
     return [replace(c, p_value=p, method=c.method + note) for c, p in zip(comparisons, adjusted)]
 
 
-__all__ = ["EXACT_RANDOMISATION_LIMIT", "NO_DIFFERENCE", "PairedComparison", "compare", "compare_to_baseline",
+class Family:
+    """The comparisons that answer one question a section asks, judged together (Holm over the family).
+
+    Each ``add`` runs ``compare`` (randomisation p and its inverted interval, which agree with
+    each other); the verdict of every comparison follows its Holm-adjusted p, so the chance of any
+    false "beats" in the family stays at most ``alpha``. Printing the family prints one row per
+    comparison: difference, interval, p, Holm p, verdict.
+    """
+
+    def __init__(self, question: str, alpha: float = 0.05):
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError(f"question must be a non-empty string naming what the family asks; got {question!r}")
+        self.question = question
+        self.alpha = check_number("alpha", alpha, 0.0, 1.0)
+        self.labels: list[str] = []
+        self.raw: list[PairedComparison] = []
+
+    def add(self, label: str, a: Sequence[float], b: Sequence[float], names: Sequence[str] = ("A", "B"),
+            **options) -> PairedComparison:
+        """Compare ``a`` with ``b`` (``compare``'s options) under ``label``; the raw comparison."""
+        if not isinstance(label, str) or not label.strip() or label in self.labels:
+            raise ValueError(f"label must be a new non-empty string; got {label!r} (have {self.labels})")
+        result = compare(a, b, names, **options)
+        self.labels.append(label)
+        self.raw.append(result)
+        return result
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    @property
+    def adjusted(self) -> list[PairedComparison]:
+        """The comparisons with Holm-adjusted p-values (intervals and differences as computed)."""
+        held = holm_adjusted([c.p_value for c in self.raw]) if self.raw else []
+        return [replace(c, p_value=p) for c, p in zip(self.raw, held)]
+
+    def __getitem__(self, label: str) -> PairedComparison:
+        """The Holm-adjusted comparison ``label``."""
+        if label not in self.labels:
+            raise KeyError(f"no comparison {label!r} in family {self.question!r}; have {self.labels}")
+        return self.adjusted[self.labels.index(label)]
+
+    def verdict(self, label: str) -> str:
+        """The verdict of comparison ``label``, from its Holm-adjusted p."""
+        return self[label].verdict(self.alpha)
+
+    def table(self) -> str:
+        """The family as printed: its question, then one row per comparison."""
+        width = max([10, *(len(label) for label in self.labels)])
+        lines = [f"{self.question}: {len(self)} comparison{'s' * (len(self) != 1)}, verdicts at Holm-adjusted "
+                 f"p <= {self.alpha:g}",
+                 f"{'comparison':<{width}}  {'A - B':>7}  {'95% interval':<17}  {'p':>6}  {'Holm p':>6}  verdict"]
+        for label, raw, held in zip(self.labels, self.raw, self.adjusted):
+            lines.append(f"{label:<{width}}  {signed(raw.difference):>7}  "
+                         f"[{signed(raw.low)}, {signed(raw.high)}]".ljust(width + 29)
+                         + f"  {raw.p_value:6.3f}  {held.p_value:6.3f}  {held.verdict(self.alpha)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+__all__ = ["EXACT_RANDOMISATION_LIMIT", "Family", "NO_DIFFERENCE", "PairedComparison", "compare", "compare_to_baseline",
            "exact_mean", "holm_adjusted", "p_text", "paired_bootstrap", "paired_randomisation", "signed"]

@@ -16,7 +16,8 @@ packed to the encoder's window): PostgreSQL full text and pgvector, 30 candidate
 by RRF (k = 60), then the MiniLM re-scorer's 8, the configuration lab 04's repair ladder kept.
 Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter
 inside the search (before the top k is cut), so a filter never leaves fewer than k results
-when k visible pages match. The model loads once per call, however many questions the
+when k visible pages match; ``hybrid`` ranks only the pages of its candidates (30 visible
+chunks a path), so it returns fewer than k when k is larger than those pages. The model loads once per call, however many questions the
 file holds.
 """
 from __future__ import annotations

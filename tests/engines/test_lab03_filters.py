@@ -114,3 +114,33 @@ def test_rrf_gives_an_unmatched_chunk_only_its_dense_term():
     hybrid = HybridRetriever(SEARCH.bm25, SEARCH.dense, constant=60)
     pages = [hit.doc_id for hit in hybrid.search(question)]
     assert pages == [hit.doc_id for hit in SEARCH.pages(question, "hybrid", constant=60)]
+
+
+@pytest.mark.parametrize("constant, depth", [(10, 3), (60, None), (30, 1)])
+def test_the_hybrid_with_a_depth_and_a_filter_equals_chunk_search(constant, depth):
+    """``search --retriever hybrid`` runs HybridRetriever at lab 03's dev choice (a depth and k): the same pages
+    as the lab's ChunkSearch, with the filter applied to both paths before the depth cut."""
+    from ragcourse.engines.retrievers import HybridRetriever
+
+    hybrid = HybridRetriever(SEARCH.bm25, SEARCH.dense, constant=constant, depth=depth)
+    allowed = {p.doc_id for p in PAGES if p.module in ("numpy.linalg", "numpy.fft")}
+    for question in ("inverse matrix norm", "random shuffle", "fourier axis sort"):
+        assert ([h.doc_id for h in hybrid.search(question)]
+                == [h.doc_id for h in SEARCH.pages(question, "hybrid", constant=constant, depth=depth)])
+        filtered = [h.doc_id for h in hybrid.search(question, allowed)]
+        assert filtered == [h.doc_id for h in SEARCH.pages(question, "hybrid", allowed=allowed, constant=constant,
+                                                            depth=depth)]
+        assert filtered and set(filtered) <= allowed
+    with pytest.raises(ValueError, match="depth"):
+        HybridRetriever(SEARCH.bm25, SEARCH.dense, depth=0)
+
+
+def test_the_search_commands_hybrid_is_lab_03s_dev_choice():
+    from ragcourse.engines.catalogue import HYBRID, HybridSetting
+
+    assert HYBRID == HybridSetting("headed", "full strength", 10, 30)
+    assert str(HYBRID) == "headed recursive chunks, BM25 at full strength, 30 candidates a path, RRF k = 10"
+    with pytest.raises(ValueError, match="units"):
+        HybridSetting(units="pages")
+    with pytest.raises(ValueError, match="lexical"):
+        HybridSetting(lexical="tfidf")

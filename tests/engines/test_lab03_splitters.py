@@ -1,4 +1,4 @@
-"""Lab 03's chunkers: the written-out recursive splitter equals langchain's, token windows, sections, sentences."""
+"""Lab 03's chunkers: the written-out recursive splitter equals langchain's, sections, sentences."""
 from __future__ import annotations
 
 import pytest
@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragcourse.engines.splitters import (RECURSIVE_SEPARATORS, markdown_text, recursive_split, section_chunks,
-                                      sentence_units, token_windows, with_header)
+                                      sentence_units, with_header)
 
 SAMPLE = ("numpy.demo(a, axis=None)\n\n## Parameters\n\na : array_like\n    Input data. It is long enough. "
           "Another sentence here.\n\naxis : int, optional\n    The axis.\n\n## Notes\n\n"
@@ -47,27 +47,6 @@ def test_recursive_split_keeps_every_chunk_within_the_size():
 def test_recursive_split_rejects_a_bad_size():
     with pytest.raises(ValueError, match="chunk_size"):
         recursive_split(SAMPLE, 0)
-
-
-def whitespace_spans(text):
-    import re
-
-    return [m.span() for m in re.finditer(r"\S+", text)]
-
-
-def test_token_windows_overlap_and_cover_the_text():
-    text = " ".join(f"w{n}" for n in range(25))
-    chunks = token_windows("d", text, whitespace_spans, size=10, overlap=3)
-    assert [c.text.split()[0] for c in chunks] == ["w0", "w7", "w14", "w21"]
-    assert all(len(c.text.split()) == 10 for c in chunks[:-1])
-    assert chunks[-1].text.split()[-1] == "w24"
-    assert [c.position for c in chunks] == [0, 1, 2, 3]
-
-
-def test_token_windows_short_text_is_one_chunk_and_bad_overlap_fails():
-    assert [c.text for c in token_windows("d", "a b", whitespace_spans, 5, 1)] == ["a b"]
-    with pytest.raises(ValueError, match="overlap"):
-        token_windows("d", "a b", whitespace_spans, 5, 5)
 
 
 class Page:

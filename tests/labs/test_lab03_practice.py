@@ -49,3 +49,9 @@ def test_sentence_windows_stay_in_their_section():
 
     assert sentence_windows([1, 4, 0, 6], units, same, 1, pages=2) == [("p", [0, 1, 2]), ("q", [6])]
     assert sentence_windows([3], units, same, 2, pages=5) == [("p", [3, 4, 5])]
+
+
+def test_no_cause_claims_what_page_judgements_cannot_show():
+    """Judgements name pages, not answer sentences: no cause may claim an answer split across chunks."""
+    assert CAUSES[1] == "only the whole page matches"
+    assert not any("split" in cause for cause in CAUSES)

@@ -85,14 +85,25 @@ def test_held_out_questions_scored_from_a_second_place_raise_and_the_same_place_
         forget_test_reads()
 
 
-def test_lab04_reads_its_test_questions_in_exactly_one_cell():
-    """Static: one code cell of lab 04 takes the held-out questions, and no other cell names the test split."""
+@pytest.mark.parametrize("lab", ["03", "04"])
+def test_lab04_reads_its_test_questions_in_exactly_one_cell(lab):
+    """Static: one code cell of the lab takes the held-out questions, and no other cell names the test split."""
     import json
     from pathlib import Path
 
-    notebook = Path(__file__).resolve().parents[2] / "notebooks" / "labs" / "04-postgres-baseline.ipynb"
+    notebook = next((Path(__file__).resolve().parents[2] / "notebooks" / "labs").glob(f"{lab}-*.ipynb"))
     sources = ["".join(c["source"]) for c in json.loads(notebook.read_text("utf-8"))["cells"] if c["cell_type"] == "code"]
     reading = [s for s in sources if "held_out(" in s]
     assert len(reading) == 1
     assert not [s for s in sources if 'real_questions("test")' in s or "judged_and_real(" in s]
-    assert sum('"test"' in s for s in sources) == 1
+    assert not [s for s in sources if '"test"' in s and "held_out(" not in s]
+
+def test_mrr_at_10_counts_only_the_first_ten_pages():
+    from ragcourse.retrieval.metrics import reciprocal_rank_at_k
+
+    ranked = [f"x{n}" for n in range(10)] + ["d0"]
+    assert reciprocal_rank_at_k(ranked, {"d0"}, 10) == 0.0 and reciprocal_rank_at_k(ranked, {"d0"}, 11) == 1 / 11
+    assert reciprocal_rank_at_k(["a", "d0"], {"d0"}, 10) == 0.5
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        reciprocal_rank_at_k(ranked, {"d0"}, 0)
+    assert scores(LATE, QUESTIONS, "mrr@10") == [1 / 3] * 12 and scores(GOOD, QUESTIONS, "hit@5") == [1.0] * 12

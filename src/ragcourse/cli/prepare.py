@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     corpus = load_corpus()
     encoder = DenseEncoder()
     parameters = {number: notebook_parameters(path) for number, path in lab_notebooks().items()}
-    groups = planned_texts(corpus, parameters, encoder.tokenizer)
+    groups = planned_texts(corpus, parameters)
     texts = distinct(groups)
     keys = {text: text_key(text) for text in texts}
     if args.keys:

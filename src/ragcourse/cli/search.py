@@ -7,15 +7,17 @@
 Each retriever uses its lab's chunks, cut from the pages with their summary line:
 ``lexical`` (lab 01's baseline scorer) and ``bm25`` (lab 01's last step, at full strength)
 lab 01's paragraphs (800 characters), ``tfidf`` and ``dense`` lab 02's word windows (60
-words, 20 overlap); ``hybrid`` is lab 03's final configuration: recursive chunks of 800
-characters with the page title and section heading written in front, BM25 and dense fused
-by RRF (k = 60);
+words, 20 overlap); ``hybrid`` is the configuration lab 03 chose on the real dev questions
+(``catalogue.HYBRID``): recursive chunks of 800 characters with the page title and section
+heading written in front, BM25 at full strength and dense, 30 candidates a path fused by RRF
+(k = 10);
 ``postgres`` is lab 04's system over its index (built by ``python -m ragcourse index``: sentences
 packed to the encoder's window): PostgreSQL full text and pgvector, 30 candidates each, fused
 by RRF (k = 60), then the MiniLM re-scorer's 8, the configuration lab 04's repair ladder kept.
 Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter
 inside the search (before the top k is cut), so a filter never leaves fewer than k results
-when k visible pages match. The model loads once per call, however many questions the
+when k visible pages match; ``hybrid`` ranks only the pages of its candidates (30 visible
+chunks a path), so it returns fewer than k when k is larger than those pages. The model loads once per call, however many questions the
 file holds.
 """
 from __future__ import annotations
@@ -95,9 +97,9 @@ def result_object(question: str, retriever: str, hits: Sequence) -> dict:
             "results": [{"doc_id": h.doc_id, "chunk": h.chunk, "score": round(h.score, 6)} for h in hits]}
 
 
-def _answers(name: str, questions: list[str]) -> list[list]:
+def _answers(name: str, questions: list[str], allowed: frozenset[str] | None = None) -> list[list]:
     """Each question's document hits from the named in-memory retriever (built once)."""
-    return answers(name, questions)
+    return answers(name, questions, allowed=allowed)
 
 
 def run(args: argparse.Namespace, out) -> int:
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace, out) -> int:
 
         answers = postgres_document_hits([check_question(q) for q in questions])
     else:
-        answers = _answers(args.retriever, questions)
+        answers = _answers(args.retriever, questions, allowed)
     for question, hits in zip(questions, answers):
         top = [h for h in hits if allowed is None or h.doc_id in allowed][:args.k]
         if args.file is not None or args.json:

@@ -7,7 +7,7 @@ What comes back is a list of ``DocumentHit``: a document id, the chunk that won 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -120,20 +120,33 @@ class DenseRetriever:
 
 
 class HybridRetriever:
-    """BM25 and dense over the same chunks, fused by reciprocal rank fusion (k = 60, ranks from 1)."""
+    """BM25 and dense over the same chunks, fused by reciprocal rank fusion (ranks from 1).
+
+    ``constant`` is RRF's k; ``depth`` (None: the whole ranking) is how many chunks each path
+    hands to the fusion. ``search(text, allowed)`` drops the chunks of pages outside ``allowed``
+    from both rankings before the cut, so a filter inside the search keeps ``depth`` candidates
+    a path (``practice.ChunkSearch`` does the same).
+    """
 
     name = "hybrid"
 
-    def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, constant: float = RRF_CONSTANT):
+    def __init__(self, bm25: Bm25Retriever, dense: DenseRetriever, constant: float = RRF_CONSTANT,
+                 depth: int | None = None):
         if bm25.chunks != dense.chunks:
             raise ValueError("hybrid fusion needs both retrievers over the same chunks")
-        self.bm25, self.dense, self.constant = bm25, dense, constant
+        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+            raise ValueError(f"depth must be None or a whole number of at least 1; got {depth!r}")
+        self.bm25, self.dense, self.constant, self.depth = bm25, dense, constant, depth
         self.chunks = bm25.chunks
 
-    def search(self, text: str) -> list[DocumentHit]:
-        """RRF of the chunks BM25 matched and every chunk by dense similarity (an unmatched chunk gets dense's term only)."""
+    def search(self, text: str, allowed: Collection[str] | None = None) -> list[DocumentHit]:
+        """RRF of the chunks BM25 matched and every chunk by dense similarity (an unmatched chunk gets dense's term only),
+        each list cut to ``depth`` after the chunks of pages outside ``allowed`` (page ids; None: all) are dropped."""
         rankings = [self.bm25.matched_ranking(text), self.dense.full_ranking(text)]
-        return collapse((self.chunks[n], score) for n, score in fuse_partial(rankings, self.constant, first_position=1))
+        if allowed is not None:
+            rankings = [[n for n in ranking if self.chunks[n].doc_id in allowed] for ranking in rankings]
+        fused = fuse_partial(rankings, self.constant, first_position=1, depth=self.depth)
+        return collapse((self.chunks[n], score) for n, score in fused)
 
 
 def run_questions(retriever, questions: Sequence[Question]) -> dict[str, list[str]]:

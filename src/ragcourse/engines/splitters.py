@@ -1,9 +1,5 @@
-"""The chunkers of lab 03: token windows, recursive splitting, one chunk per section, sentences.
+"""The chunkers of lab 03: recursive splitting, one chunk per section, sentences.
 
-- ``token_windows``: windows of a fixed number of tokens of the embedding model's own
-  tokenizer, each starting ``size - overlap`` tokens after the last. The tokenizer is passed
-  in as a function from a text to the character span of every token, so a chunk is a slice
-  of the original text (nothing is decoded back from token ids).
 - ``recursive_split``: written out here, it tries the separators in order (section,
   paragraph, sentence, word, character) and merges the pieces up to ``chunk_size``
   characters; it is the algorithm of langchain's ``RecursiveCharacterTextSplitter`` with
@@ -25,9 +21,6 @@ from .chunkers import TextChunk
 SECTION_MARK = "\n\n## "
 RECURSIVE_SEPARATORS: tuple[str, ...] = (SECTION_MARK, "\n\n", ". ", " ", "")
 HEAD_HEADING = "Signature"
-
-Spans = Callable[[str], Sequence[tuple[int, int]]]
-
 
 @dataclass(frozen=True)
 class HeadedChunk(TextChunk):
@@ -150,36 +143,6 @@ def recursive_chunks(document, chunk_size: int = 800, summary: bool = False) -> 
                                   section=touched[0][1]))
         cursor = at + 1
     return chunks
-
-
-def token_windows(doc_id: str, text: str, spans: Spans, size: int = 200, overlap: int = 40) -> list[TextChunk]:
-    """Windows of ``size`` tokens, each ``size - overlap`` tokens after the last, as slices of ``text``.
-
-    ``spans(text)`` gives each token's ``(start, end)`` characters. A text of at most
-    ``size`` tokens is one chunk; the last window ends at the last token.
-    """
-    check_int("size", size, 1, 10 ** 6)
-    check_int("overlap", overlap, 0, size - 1)
-    tokens = [(a, b) for a, b in spans(text) if b > a]
-    if not tokens:
-        return [TextChunk(doc_id, 0, text)]
-    chunks = []
-    start = 0
-    while True:
-        window = tokens[start:start + size]
-        chunks.append(TextChunk(doc_id, len(chunks), text[window[0][0]:window[-1][1]]))
-        if start + size >= len(tokens):
-            return chunks
-        start += size - overlap
-
-
-def tokenizer_spans(tokenizer) -> Spans:
-    """A Hugging Face fast tokenizer as ``spans``: character offsets of its tokens, no special tokens."""
-    def spans(text: str) -> list[tuple[int, int]]:
-        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
-                            truncation=False, verbose=False)
-        return [tuple(pair) for pair in encoded["offset_mapping"]]
-    return spans
 
 
 def section_chunks(document, summary: bool = False) -> list[HeadedChunk]:

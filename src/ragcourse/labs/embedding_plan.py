@@ -19,8 +19,7 @@ from typing import Iterable, Mapping
 from ..corpus.apidocs import ApiCorpus, export_markdown, with_summaries
 from ..corpus.queries import judged_questions, real_questions, self_retrieval, unanswerable_questions
 from ..engines.chunkers import chunk_corpus, word_windows
-from ..engines.splitters import (pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, token_windows,
-                                 tokenizer_spans, with_header)
+from ..engines.splitters import pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, with_header
 from ..rag.ingest import discover, read_source
 from ..rag.reader import SentenceSplitter
 from .ladder import LADDER_INDEXES
@@ -42,16 +41,13 @@ def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str
     return texts
 
 
-def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object], tokenizer) -> list[str]:
+def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:
     """Lab 03, every index with each page's summary line: pages, lab 02's 60-word windows, the bake-off's
-    chunkings, pysbd sentences and recursive chunks with headers."""
-    spans = tokenizer_spans(tokenizer)
+    recursive chunks (``RECURSIVE_CHARS``) and sections, pysbd sentences and recursive chunks with headers."""
     segment = pysbd_segmenter()
     pages = with_summaries(corpus.documents)
     recursive = [c for d in corpus.documents for c in recursive_chunks(d, parameters["RECURSIVE_CHARS"], summary=True)]
     chunks: list = chunk_corpus(pages, word_windows, size=60, overlap=20)
-    chunks += [c for d in pages for c in token_windows(d.doc_id, d.text, spans, parameters["FIXED_TOKENS"],
-                                                       parameters["FIXED_OVERLAP"])]
     chunks += recursive + [c for d in corpus.documents for c in section_chunks(d, summary=True)]
     chunks += [u for d in corpus.documents for u in sentence_units(d, segment, summary=True)]
     chunks += [with_header(c, corpus.by_id[c.doc_id].title) for c in recursive]
@@ -83,11 +79,11 @@ def lab04_texts(corpus: ApiCorpus) -> list[str]:
     return texts
 
 
-def planned_texts(corpus: ApiCorpus, parameters: Mapping[int, Mapping[str, object]], tokenizer) -> dict[str, list[str]]:
+def planned_texts(corpus: ApiCorpus, parameters: Mapping[int, Mapping[str, object]]) -> dict[str, list[str]]:
     """Texts by where they are needed (``lab 02``, ``lab 03``, ``lab 04``, ``questions``); ``parameters`` by lab number."""
     return {"questions": question_texts(corpus),
             "lab 02": lab02_texts(corpus, parameters[2]),
-            "lab 03": lab03_texts(corpus, parameters[3], tokenizer),
+            "lab 03": lab03_texts(corpus, parameters[3]),
             "lab 04": lab04_texts(corpus)}
 
 

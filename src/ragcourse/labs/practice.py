@@ -3,7 +3,9 @@
 - ``answer_prompt``: the context block of the naive pipeline, each chunk inside
   ``<doc id='...'>`` tags, then the question (no model reads it offline).
 - ``failure_cause``: the first of five measurable rules that explains why a question's
-  relevant pages missed the top ``k`` chunks (``CAUSES``, in the order they are tried).
+  relevant pages missed the top ``k`` chunks (``CAUSES``, in the order they are tried). No rule
+  claims an answer split across chunks: the judgements name pages, not the sentences that
+  answer, so nothing here could show a split.
 - ``parent_contexts`` and ``sentence_windows``: small units searched, bigger units returned.
 - ``rrf``: reciprocal rank fusion over the top ``depth`` of each ranking (``depth=None``:
   the whole ranking, where it equals ``retrieval.fusion.fused_scores`` with
@@ -24,7 +26,7 @@ from ..retrieval.fusion import fuse_partial
 INSTRUCTION = ("Answer from the documents below only. When they do not hold the answer, "
                "reply that they do not.")
 
-CAUSES = ("exact term missed", "answer split across chunks", "ranked below k", "phrasing mismatch",
+CAUSES = ("exact term missed", "only the whole page matches", "ranked below k", "phrasing mismatch",
           "nothing relevant at all")
 METHODS = ("bm25", "dense", "hybrid")
 
@@ -64,7 +66,10 @@ def failure_cause(evidence: Evidence, k: int = 5, near: int = 20, share: float =
     """The first rule that holds (the rules are in ``CAUSES`` order):
 
     1. exact term missed: the question names an object (``exact-name``) and BM25 finds it;
-    2. answer split across chunks: the whole page matches (dense, whole pages, top ``k``);
+    2. only the whole page matches: the dense model over whole pages has a relevant page in its
+       top ``k``, though no chunk of it is among the ``k`` best chunks. Judgements are per page, so
+       this shows that the page read whole is nearer the question than any piece of it, not where
+       the answer sits: it cannot tell an answer split across chunks from one diluted in a chunk;
     3. ranked below k: a relevant chunk ranks ``k + 1`` to ``near``;
     4. phrasing mismatch: fewer than ``share`` of the question's stems occur in a relevant page;
     5. nothing relevant at all: none of these.

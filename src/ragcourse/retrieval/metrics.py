@@ -100,6 +100,13 @@ def reciprocal_rank(ranked: Sequence[str], relevant: Collection[str]) -> float:
     return 0.0
 
 
+def reciprocal_rank_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
+    """1 / the rank of the first relevant id among the first ``k`` of ``ranked``; 0 when none is (MRR@k's term)."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1; got {k!r}")
+    return reciprocal_rank(ranked[:k], relevant)
+
+
 def hit_at_k(ranked: Sequence[str], relevant: Collection[str], k: int) -> float:
     """1.0 when a relevant id is among the first ``k`` of ``ranked``, else 0.0 (success@k; hit@1 is "the first is right")."""
     if k < 1:

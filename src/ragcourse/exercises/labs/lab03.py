@@ -230,7 +230,7 @@ def check_labels(answer: Any) -> list[str]:
         got = call(label, "label_failures", (list(questions()), chunk_retriever, page_retriever, k), tried)
         if not isinstance(got, Mapping):
             raise Mismatch(tried, "a dict: qid -> cause, one entry per failed question", shown(got),
-                           "return a dict such as {'j07': 'answer split across chunks', ...}")
+                           "return a dict such as {'j07': 'only the whole page matches', ...}")
         got = dict(got)
         expected = reference_labels(list(questions()), chunk_retriever, page_retriever, k)
         if got != expected:
@@ -252,8 +252,8 @@ def check_labels(answer: Any) -> list[str]:
     for cause in CAUSES:
         qids = [qid for qid, c in labels.items() if c == cause]
         lines.append(f"  {cause:<27} {len(qids):>2}  {' '.join(qids)}")
-    lines += ["Each cause points at a different repair: keyword search for names, bigger or whole-page units",
-              "for split answers, a deeper k or a reranker for near misses, and the question's own words",
+    lines += ["Each cause points at a different repair: keyword search for names, bigger units when only the",
+              "whole page matches, a deeper k or a reranker for near misses, and the question's own words",
               "(or a rewrite of them) for a phrasing mismatch. Now label your own questions below."]
     return lines
 

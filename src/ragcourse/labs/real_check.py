@@ -6,6 +6,9 @@ those whose answer has a page: ``coverage`` says how many were dropped). Each ro
 (the first page is right), Recall@5 and MRR; each comparison the lab's prose draws is a paired
 test over the same questions (``retrieval.significance.compare``) with its 95% interval,
 p-value and verdict. Nothing here is tuned: ``test`` is read once, by the lab's last section.
+``print_measures`` prints the same rows for any named question sets, and ``add_paired`` adds a
+system-against-system comparison per set and measure to a ``significance.Family``, which judges
+the comparisons answering one question together (Holm).
 
 ``held_out`` hands out the real ``test`` questions as a ``HeldOut`` list, and scoring one
 (``scores``, so ``paired`` and ``print_headline`` too) records where it was scored: the file

@@ -129,13 +129,17 @@ def pytest_configure(config):
     folder = Path(tempfile.mkdtemp(prefix="ragcourse-prepare-"))
     log, status, progress = folder / "prepare.log", folder / "status", folder / "progress"
     script = ("import subprocess, sys; "
-              "code = subprocess.call([sys.executable, '-m', 'ragcourse', 'prepare', '--progress', sys.argv[3]], "
-              "stdout=open(sys.argv[1], 'w'), stderr=subprocess.STDOUT); "
+              "code = subprocess.call([sys.executable, '-m', 'ragcourse', 'prepare', '--progress', sys.argv[3], "
+              "'--keys', sys.argv[4]], stdout=open(sys.argv[1], 'w'), stderr=subprocess.STDOUT); "
               "open(sys.argv[2], 'w').write(str(code))")
     environment = dict(os.environ, TQDM_DISABLE="1")
     environment.pop("OMP_NUM_THREADS", None)   # the encoder sets its own thread count
+    # Everything the tests and the labs' kernels ask the encoder for is logged (not prepare's own requests),
+    # and checked against prepare's plan at the end (``plan_coverage``).
+    os.environ["RAGCOURSE_EMBED_LOG"] = str(folder / "requested")
+    config._ragcourse_plan = (folder / "planned", folder / "requested")
     config._ragcourse_prepare = subprocess.Popen([sys.executable, "-c", script, str(log), str(status),
-                                                  str(progress)], env=environment)
+                                                  str(progress), str(folder / "planned")], env=environment)
     os.environ[PREPARE_STATUS] = str(status)   # the xdist workers start after this and inherit it
     # ranx's numba functions, compiled once into numba's disk cache beside prepare, rather than once in each
     # worker that meets them (python -m ragcourse.batch.compile_ranx; seconds when the cache exists)
@@ -156,7 +160,7 @@ def pytest_configure(config):
 # file when the one it runs is nearly done, so two long files handed out last would run one after the other.
 SECONDS = {
     "tests/test_browser.py": 172, "tests/exercises/test_exercise_grading.py": 160,
-    "tests/test_notebook_runs.py": 140, "tests/test_browser_lab04.py": 130,
+    "tests/test_notebook_runs.py": 140,
     "notebooks/labs/04-postgres-baseline.ipynb": 125, "tests/test_browser_labs.py": 110,
     "tests/site/test_site.py": 85, "tests/exercises/test_exercise_checks.py": 68,
     "tests/exercises/test_lab_exercises.py": 31, "tests/retrieval/test_library_crosschecks.py": 29,
@@ -253,6 +257,40 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_sep("-", "python -m ragcourse prepare (ran beside the tests)")
     for line in lines[-12:]:
         terminalreporter.write_line(line)
+    verdict = getattr(config, "_ragcourse_plan_verdict", None)
+    if verdict:
+        terminalreporter.write_line(verdict)
+
+
+PLAN_COVERAGE = 0.998   # share of the texts the labs' kernels ask for that prepare must have planned
+
+
+def plan_coverage(planned: Path, requested: Path) -> tuple[int, int]:
+    """(texts asked for by a lab's kernel that were planned, texts asked for by a lab's kernel), from the files
+    ``prepare --keys`` and ``$RAGCOURSE_EMBED_LOG`` wrote. A lab's kernel runs in ``notebooks/labs`` (the
+    lab exercise sets, in ``notebooks/exercises/labs``, embed answers of their own and are not counted)."""
+    plan = set(planned.read_text("ascii").split())
+    asked = {line.split("\t")[0] for line in requested.read_text("utf-8").splitlines()
+             if "\t" in line and Path(line.split("\t", 1)[1]).parts[-2:] == ("notebooks", "labs")}
+    return len(asked & plan), len(asked)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """``make test``: the labs asked for nothing ``prepare`` did not plan (at least ``PLAN_COVERAGE`` of it)."""
+    files = getattr(session.config, "_ragcourse_plan", None)
+    if not files or not all(f.exists() for f in files) or hasattr(session.config, "workerinput"):
+        return
+    covered, asked = plan_coverage(*files)
+    if not asked:
+        return
+    share = covered / asked
+    verdict = (f"embedding plan: {covered} of the {asked} distinct texts the labs' kernels asked for were planned "
+               f"({share:.2%}; at least {PLAN_COVERAGE:.1%} required)")
+    if share < PLAN_COVERAGE:
+        verdict += ": FAILED, add what the labs embed to ragcourse.labs.embedding_plan"
+        session.exitstatus = 1
+    session.config._ragcourse_plan_verdict = verdict
 
 
 def pytest_collection_finish(session):

@@ -1,16 +1,17 @@
-"""The students' path in a real browser: JupyterLab + headless Chromium, every lesson and lab.
+"""The students' path in a real browser: JupyterLab + headless Chromium, one lesson and one lab.
 
 One JupyterLab server (from the project environment, on 127.0.0.1, a free port, a fresh
 token) serves a *copy* of ``notebooks/`` from a temporary folder, with its own config,
 data, runtime, settings, workspace and HOME folders there, so nothing of the student's setup is
-read or written. For each ``notebooks/NN-*.ipynb`` the test opens the lesson in Chromium,
+read or written. For each notebook it runs (``BROWSER_LESSONS`` here, lab 02 in
+``test_browser_labs.py``) the test opens it in Chromium,
 clears the stored outputs, runs "Restart Kernel and Run All Cells" (confirming the dialog
 as a student would) and then checks what the browser shows: every code cell ran, in order,
 in a fresh kernel of the project's Python; no error and nothing on stderr; the lesson's
-documented blocks (``tests/documented/NN-K.txt``) on the page, in order; at least one
-figure drawn. Screenshots go to ``test-output/browser/``. The labs run the same way from
-``tests/test_browser_labs.py`` and, for lab 04, ``tests/test_browser_lab04.py`` (each file with a
-server of its own, so the files can run side by side under ``pytest -n 2 --dist loadfile``).
+documented blocks (``tests/documented/NN-K.txt``, or a lab's stored
+outputs) on the page, in order; at least one figure drawn.
+Screenshots go to ``test-output/browser/``. The lab runs from ``tests/test_browser_labs.py``
+(a server of its own, so the two files run side by side under ``pytest -n 2 --dist loadfile``).
 
 Skips when Playwright or ``/usr/bin/chromium`` is missing, unless
 ``RAGCOURSE_REQUIRE_BROWSER=1`` (CI), where that is an error. ``.ci/install-browser.sh``
@@ -50,6 +51,14 @@ SERVER_START_SECONDS = 90
 LESSON_OPEN_MS = 60_000
 LESSON_RUN_MS = 60_000  # restart + run all; a lesson should finish well inside this
 LAB_RUN_MS = 600_000    # a lab: seconds with a warm embedding cache, minutes with a cold one
+
+# The browser runs one notebook of each kind, chosen for the display paths they cover: lesson 01
+# (documented tables, a figure), lab 02 (``test_browser_labs.py``: the dense model loading in a
+# kernel, a figure from real embeddings) and lesson 01's exercise set
+# (``tests/exercises/test_exercise_browser.py``: a check's messages, an answer typed in). Every
+# notebook's stored outputs are checked by nbval (``make test`` runs ``--nbval`` over
+# ``notebooks/``) and the lessons' documented blocks by ``tests/test_documented.py``.
+BROWSER_LESSONS = (1,)
 
 # Settings of the test server only (its own user-settings folder). "windowingMode": "none"
 # attaches every cell to the page, so long notebooks render fully and can be searched.
@@ -474,7 +483,7 @@ def test_server_is_isolated_and_configured(lab_server, page):
     assert settings == {"windowing": "none", "announcements": False}, settings
 
 
-@pytest.mark.parametrize("lesson", sorted(LESSONS), ids=[LESSONS[n].stem for n in sorted(LESSONS)])
+@pytest.mark.parametrize("lesson", BROWSER_LESSONS, ids=[LESSONS[n].stem for n in BROWSER_LESSONS])
 def test_lesson_runs_in_jupyterlab(lesson, lab_server, page):
     notebook = LESSONS[lesson]
     run_in_jupyterlab(page, lab_server, f"notebooks/{notebook.name}", notebook, f"{lesson:02d}",

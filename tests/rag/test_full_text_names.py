@@ -264,8 +264,11 @@ def test_the_health_check_names_a_chunk_longer_than_the_encoders_window(database
     index.drop()
     try:
         index.refresh(root)
-        check = [c for c in index.health().checks if "encoder's window" in c.name][0]
+        report = index.health()
+        check = [c for c in report.checks if "encoder's window" in c.name][0]
         assert not check.passed and check.found == 1 and check.examples[0].startswith("long.md#0 (")
+        assert check.note and report.passed and not report.repairs()     # counted and named, not a failure
+        assert any(line.startswith("  note  chunks longer than the encoder's window") for line in report.lines())
         (root / "long.md").write_text("Now it is short.\n", encoding="utf-8")
         index.refresh(root)
         assert all(c.passed for c in index.health().checks)

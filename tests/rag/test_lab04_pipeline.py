@@ -248,7 +248,7 @@ def test_ask_answers_with_citations_of_the_notes_and_a_trace(command_env, capsys
     assert result["union_size"] == len(result["fused"]) <= 2 * 60   # the kept system asks 60 a path
     status, out, _ = run_command(["ask", "why did we choose PostgreSQL", "--corpus", str(command_env), "--trace"],
                                  capsys)
-    assert status == 0 and "reranker: none (fused order)" in out and "context:" in out
+    assert status == 0 and "reranker: learned combination" in out and "context:" in out
 
 
 def test_refresh_and_check_see_an_edited_and_a_deleted_note(command_env, tmp_path, capsys):

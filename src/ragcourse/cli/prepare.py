@@ -5,11 +5,11 @@
 
 The plan comes from ``ragcourse.labs.embedding_plan`` with each lab's parameter values read
 from its notebook's parameters cell. The texts are embedded in one pass with one progress
-bar. The first block is a random sample (texts in hash order), so its rate says how long
-the rest will take; the rest goes longest first, in blocks of texts of about the same
-length: an encode batch is padded to its longest text, and sorting the plan by length once
-(rather than within each block) measured 25% faster here (46 against 58 texts/s on 2 cores),
-so the estimate is an upper bound. Every vector goes to
+bar (texts, rate, time left). The first block is a sample of the plan's own length mix (every
+k-th text in length order), so the time it takes, scaled by the padded tokens the rest will cost
+(``padded_cost``: an encode batch is padded to its longest text), predicts the rest; the rest
+goes longest first, in blocks of texts of about the same length, which measured 25% faster here
+than blocks in random order (46 against 58 texts/s on 2 cores). Every vector goes to
 the shared cache (``$RAGCOURSE_CACHE_DIR``), where the labs, the command line and the tests
 read it: after this step no lab or test embeds a planned text again.
 """
@@ -33,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--progress", metavar="FILE", default=None,
                         help="append each group's name (questions, lab 02, lab 04, lab 03) to FILE once all its "
                              "texts are cached (the test session uses it to start what a group makes possible)")
+    parser.add_argument("--keys", metavar="FILE", default=None,
+                        help="write the cache key of every planned text to FILE, one per line (the test session "
+                             "checks what the labs asked for against it)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -49,6 +52,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     groups = planned_texts(corpus, parameters, encoder.tokenizer)
     texts = distinct(groups)
     keys = {text: text_key(text) for text in texts}
+    if args.keys:
+        with open(args.keys, "w", encoding="ascii") as handle:
+            handle.writelines(key + "\n" for key in keys.values())
     cached = encoder.cache.get(MODEL_NAME, encoder.revision, list(keys.values()))
     missing = [t for t in texts if keys[t] not in cached]
     by_group = ", ".join(f"{name} {len(set(group))}" for name, group in groups.items())
@@ -67,8 +73,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     encoder.model   # load the model first, so the rate measured on the first block is the encoding rate
     window = encoder.max_tokens
     tokens = {t: min(n, window) for t, n in zip(missing, encoder.token_counts(missing))}
-    missing.sort(key=keys.get)   # hash order: the first block is a random sample of the plan
-    first, rest = missing[:BLOCK], set(missing[BLOCK:])
+    longest_first = sorted(missing, key=lambda t: (-tokens[t], keys[t]))
+    first = longest_first[::max(1, len(missing) // BLOCK)][:BLOCK]   # the plan's own length mix
+    rest = set(missing) - set(first)
     order = [name for name in GROUP_ORDER if name in groups] + [name for name in groups if name not in GROUP_ORDER]
     plan: list[tuple[str, list[str]]] = [("", first)]
     for name in order:   # each group's texts not embedded yet, longest first, ties in a fixed order
@@ -83,10 +90,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             encoder.encode(block, progress=False)
             bar.update(len(block))
         if not name and len(missing) > BLOCK:
-            rate = len(first) / (time.perf_counter() - embed_started)
-            print(f"prepare: {rate:.1f} texts/s on a random sample; expect at most about "
-                  f"{(len(missing) - len(first)) / rate / 60:.1f} more minutes (the rest goes in blocks of like "
-                  f"length, which is faster)", file=out, flush=True)
+            seconds = time.perf_counter() - embed_started
+            later = sum(padded_cost(g[i:i + BLOCK], tokens) for _, g in plan[1:] for i in range(0, len(g), BLOCK))
+            minutes = seconds * later / padded_cost(first, tokens) / 60
+            print(f"prepare: {len(first) / seconds:.1f} texts/s on a sample of the plan's own length mix; "
+                  f"expect about {minutes:.1f} more minutes", file=out, flush=True)
         if name:
             _announce(args.progress, name)
             if quiet:
@@ -96,6 +104,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     print(f"prepare: embedded {len(missing)} texts in {seconds:.0f} s ({len(missing) / seconds:.1f} texts/s); "
           f"{time.perf_counter() - started:.0f} s in all", file=out, flush=True)
     return 0
+
+
+def padded_cost(block: list[str], tokens: dict[str, int], batch: int = 32) -> int:
+    """Tokens the encoder computes for one ``encode`` call: it sorts the block by length and pads each
+    batch of ``batch`` texts to its longest (2 marker tokens each), so a batch costs its size times that."""
+    lengths = sorted((tokens[t] + 2 for t in block), reverse=True)
+    return sum(len(lengths[i:i + batch]) * lengths[i] for i in range(0, len(lengths), batch))
 
 
 def _announce(path: str | None, group: str) -> None:

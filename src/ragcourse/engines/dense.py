@@ -6,8 +6,9 @@ one SQLite file keyed by model, revision and the text's sha256, so labs, command
 runs, tests and the browser test share it and no text is embedded twice. The cache lives
 in ``$RAGCOURSE_CACHE_DIR`` (default ``~/.cache/ragcourse``). ``python -m ragcourse prepare``
 fills it with every text the labs need before they run (``ragcourse.labs.embedding_plan``);
-``$RAGCOURSE_EMBED_LOG`` names a file that records the hash of every text asked for, so a run
-can be checked against that plan.
+``$RAGCOURSE_EMBED_LOG`` names a file that records the hash of every text asked for and the
+folder the asking process ran in (a lab's kernel runs in ``notebooks/labs``), so a run can be
+checked against that plan (``make test`` does: ``tests/conftest.py``).
 
 Threads are set on purpose: ``$RAGCOURSE_TORCH_THREADS`` or every core of the machine
 (the Makefile's ``OMP_NUM_THREADS=1``, meant for the lessons, would otherwise leave torch
@@ -190,11 +191,13 @@ class DenseEncoder:
 
 
 def _log_requested(texts: Sequence[str]) -> None:
-    """With ``$RAGCOURSE_EMBED_LOG`` set, append the hash of every text asked for (checks the prepare step's plan)."""
+    """With ``$RAGCOURSE_EMBED_LOG`` set, append ``hash<TAB>working folder`` for every text asked for
+    (checks the prepare step's plan)."""
     log = os.environ.get("RAGCOURSE_EMBED_LOG")
     if log:
-        with open(log, "a", encoding="ascii") as handle:
-            handle.writelines(text_key(t) + "\n" for t in dict.fromkeys(texts))
+        where = os.getcwd()
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.writelines(f"{text_key(t)}\t{where}\n" for t in dict.fromkeys(texts))
 
 
 def _package_version(name: str) -> str:

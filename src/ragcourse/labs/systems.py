@@ -84,6 +84,16 @@ class SettingRuns:
         """qid -> the stage's pages, best first (``reranked``: the system's ranked list)."""
         return {q.qid: t.documents(stage) for q, t in zip(questions, self.traces(setting, questions, name))}
 
+    def dev_run(self, setting: Setting, questions: Sequence[Question], name: str) -> dict:
+        """``run``, except that a learned second stage is judged by cross-validation over ``questions``
+        (``learned.cross_validated_runs`` on the setting's first-stage traces), never by the shipped weights."""
+        if setting.second_stage != "learned":
+            return self.run(setting, questions, name)
+        from .learned import cross_validated_runs
+
+        first_stage = self.traces(setting.changed(second_stage="none"), questions, name)
+        return cross_validated_runs(first_stage, questions, keep=self.keep)
+
     def close(self) -> None:
         for index in self.indexes.values():
             index.close()

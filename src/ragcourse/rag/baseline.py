@@ -18,7 +18,7 @@ import numpy as np
 from .context import AssembledContext, ContextBudget, assemble, drop_counts, token_counter
 from .passages import ScoredPassage
 from .reader import Answer, ExtractiveReader
-from .rerank import KEEP, RerankResult, make_reranker, rerank
+from .rerank import KEEP, LearnedOrder, RerankResult, make_reranker, rerank
 from .search import DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, candidates, check_lexical, check_question
 from .store import DEFAULT_TENANT, PgIndex, check_tenant
 
@@ -127,7 +127,10 @@ class Baseline:
         found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
                            lexical=self.lexical)
         before_rerank = time.perf_counter()
-        reranked = rerank(self.reranker, question, [sp.passage for sp in found.fused], keep=self.keep)
+        if isinstance(self.reranker, LearnedOrder):
+            reranked = self.reranker.order(question, found.full_text, found.dense, keep=self.keep)
+        else:
+            reranked = rerank(self.reranker, question, [sp.passage for sp in found.fused], keep=self.keep)
         ranked = time.perf_counter()
         context = assemble(reranked.ranked, self.budget, self.count_tokens)
         assembled = time.perf_counter()

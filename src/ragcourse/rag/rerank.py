@@ -13,10 +13,15 @@ Two rerankers are provided:
   scores the best cosine between the question and any one of its sentences;
 - ``CrossEncoderReranker``: a sentence-transformers cross-encoder read from a folder,
   for when such weights are available (none are installed here).
+
+``LearnedOrder`` is a second stage of another kind: it reads no text, only the evidence the
+two paths already computed (their scores and ranks, and whether the page's name is a word of
+the question), weighed by a logistic regression that lab 04 fits on its ``dev`` questions.
 """
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
@@ -153,3 +158,87 @@ def make_reranker(encoder, model_path: str | None = None) -> Reranker:
     if model_path is not None:
         return CrossEncoderReranker(model_path)
     return SentenceMaxSimReranker(encoder)
+
+
+# -- a learned combination of the first stage's evidence ---------------------------------------
+
+FEATURES = ("full-text score", "full-text 1/rank", "cosine", "dense 1/rank", "page name in question")
+
+
+def _name_in_question(doc_id: str, question: str) -> float:
+    """1 when the page's last name part (``where`` of ``numpy.where``) is a word of the question."""
+    last = doc_id.rsplit(".", 1)[-1].lower()
+    return float(last in set(re.findall(r"[a-z0-9_]+", question.lower())))
+
+
+def candidate_features(question: str, full_text: Sequence[ScoredPassage],
+                       dense: Sequence[ScoredPassage]) -> tuple[list[Passage], np.ndarray]:
+    """Every candidate chunk of either path, once, and its ``FEATURES`` (0 where a path did not return it;
+    the lowest cosine returned where the dense path did not)."""
+    by_text = {sp.passage.chunk_id: sp for sp in full_text}
+    by_dense = {sp.passage.chunk_id: sp for sp in dense}
+    lowest = min((sp.score for sp in dense), default=0.0)
+    passages, rows = [], []
+    for chunk_id in dict.fromkeys([*by_text, *by_dense]):
+        f, d = by_text.get(chunk_id), by_dense.get(chunk_id)
+        passage = (f or d).passage
+        passages.append(passage)
+        rows.append([f.score if f else 0.0, 1 / f.rank if f else 0.0, d.score if d else lowest,
+                     1 / d.rank if d else 0.0, _name_in_question(passage.doc_id, question)])
+    return passages, np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))
+
+
+@dataclass(frozen=True)
+class LearnedWeights:
+    """A standardised logistic regression over ``FEATURES``: ``intercept + sum(coef * (x - mean) / scale)``."""
+
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+
+    def __post_init__(self):
+        for name in ("mean", "scale", "coef"):
+            if len(getattr(self, name)) != len(FEATURES):
+                raise ValueError(f"{name} must hold {len(FEATURES)} numbers, one per feature ({', '.join(FEATURES)})")
+        if not all(s > 0 for s in self.scale):
+            raise ValueError(f"scale must be positive; got {self.scale}")
+
+    def agrees_with(self, other: "LearnedWeights", tolerance: float = 1e-3) -> bool:
+        """Every number within ``tolerance`` of ``other``'s (a refit on another machine moves the last digits)."""
+        mine = (*self.mean, *self.scale, *self.coef, self.intercept)
+        theirs = (*other.mean, *other.scale, *other.coef, other.intercept)
+        return all(abs(a - b) <= tolerance for a, b in zip(mine, theirs))
+
+    def logits(self, features: np.ndarray) -> np.ndarray:
+        return self.intercept + ((features - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef)
+
+
+# Fitted by lab 04 (section 10) on every real dev question, at the kept first stage (60 candidates
+# a path, fusion constant 10), to six decimals; the lab refits them and prints whether they agree.
+LEARNED_WEIGHTS = LearnedWeights(mean=(1.912222, 0.046339, 0.529525, 0.046361, 0.035172),
+                                 scale=(1.881565, 0.118254, 0.100547, 0.118247, 0.184215),
+                                 coef=(0.21339, 0.09745, 0.385595, 0.285135, 0.540031), intercept=-3.673306)
+
+
+class LearnedOrder:
+    """Orders every candidate of both paths by a learned combination of their evidence (``LearnedWeights``).
+
+    Unlike the rerankers above it reads the candidates' path scores and ranks, not their text,
+    so ``Baseline`` calls ``order`` with both paths' lists.
+    """
+
+    name = "learned combination of the first stage's evidence"
+
+    def __init__(self, weights: LearnedWeights = LEARNED_WEIGHTS):
+        self.weights = weights
+
+    def order(self, question: str, full_text: Sequence[ScoredPassage], dense: Sequence[ScoredPassage],
+              keep: int = KEEP) -> RerankResult:
+        """The ``keep`` best candidates by the weights' logit (ties in candidate order)."""
+        check_int("keep", keep, 1, 10_000)
+        passages, features = candidate_features(question, full_text, dense)
+        logits = self.weights.logits(features).tolist() if passages else []
+        order = sorted(range(len(passages)), key=lambda i: -logits[i])[:keep]
+        ranked = tuple(ScoredPassage(passages[i], float(logits[i]), rank) for rank, i in enumerate(order, start=1))
+        return RerankResult(ranked, 0, len(passages), self.name)

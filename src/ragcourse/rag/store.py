@@ -508,7 +508,8 @@ class PgIndex:
             (f"chunks not embedded by {self.embedding_version or 'no model'}", (wrong_embedding, versions)),
             ("chunks without an embedding", (no_vector, [])),
             ("chunk spans that do not match their text", bad_spans),
-            (f"chunks longer than the encoder's window ({window} tokens): their tail is never embedded", too_long),
+            (f"chunks longer than the encoder's window ({window} tokens): full text reads them whole, the dense "
+             f"path their first {window} tokens", too_long),
             ("tenants whose BM25 term statistics do not match their chunks (refresh to recompute)", stale_statistics),
             ("sources whose file is missing", missing),
             ("sources whose file cannot be read", unreadable),
@@ -517,7 +518,8 @@ class PgIndex:
         checks = []
         for name, rows in found:
             number, examples = rows if isinstance(rows, tuple) else (len(rows), rows)
-            checks.append(Check(name, number == 0, number, tuple(examples[:3]), repair_of(name)))
+            checks.append(Check(name, number == 0, number, tuple(examples[:3]), repair_of(name),
+                                note=name.startswith("chunks longer than the encoder's window")))
         return HealthReport(tuple(checks), n_sources, n_chunks)
 
     # -- queries ----------------------------------------------------------------------------

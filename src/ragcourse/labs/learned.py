@@ -1,0 +1,78 @@
+"""Lab 04's learned second stage, fitted and judged on ``dev`` by cross-validation over questions.
+
+Reciprocal rank fusion adds ``1 / (k + rank)`` from each path and ignores everything else the
+two paths know. ``rag.rerank.LearnedOrder`` weighs that evidence instead (``rag.rerank.FEATURES``
+of every candidate chunk of either path); this module learns the weights with scikit-learn's
+``LogisticRegression`` over standardised features, a candidate's label being whether its page
+is a judged answer. A question's pages are ordered by their best chunk's score.
+
+Fitting and scoring on the same questions would flatter the model, so it is judged by
+cross-validation: the ``dev`` questions are dealt into folds (in the order of a hash of their
+ids), each fold is ranked by weights fitted on the other folds only, and the ranked lists of
+all folds together are compared, question by question, with the other settings on the same
+questions. The weights the package ships (``rag.rerank.LEARNED_WEIGHTS``) are fitted once on
+all of ``dev``. Nothing here reads ``test``.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+import numpy as np
+
+from ..corpus.queries import Question
+from ..rag.baseline import Trace
+from ..rag.rerank import KEEP, LearnedOrder, LearnedWeights, candidate_features
+
+FOLDS = 5
+
+
+def folds_of(questions: Sequence[Question], folds: int = FOLDS) -> list[int]:
+    """Each question's fold: questions ordered by a hash of their id, dealt round-robin."""
+    if not isinstance(folds, int) or not 2 <= folds <= len(questions):
+        raise ValueError(f"folds must be a whole number from 2 to the number of questions ({len(questions)}); "
+                         f"got {folds!r}")
+    order = sorted(range(len(questions)), key=lambda i: hashlib.sha256(questions[i].qid.encode()).hexdigest())
+    fold = [0] * len(questions)
+    for position, i in enumerate(order):
+        fold[i] = position % folds
+    return fold
+
+
+def _examples(traces: Sequence[Trace], questions: Sequence[Question]):
+    if len(traces) != len(questions):
+        raise ValueError(f"traces and questions must pair up; got {len(traces)} traces, {len(questions)} questions")
+    found = [candidate_features(t.question, t.candidates.full_text, t.candidates.dense) for t in traces]
+    labels = [np.array([p.doc_id in q.relevant for p in passages], dtype=int) for (passages, _), q in zip(found, questions)]
+    return [f for _, f in found], labels
+
+
+def fit(traces: Sequence[Trace], questions: Sequence[Question]) -> LearnedWeights:
+    """Weights fitted on every candidate of these questions (first-stage traces, e.g. without a second stage)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    features, labels = _examples(traces, questions)
+    x, y = np.vstack(features), np.concatenate(labels)
+    if len(set(y.tolist())) < 2:
+        raise ValueError("the questions' candidates hold one class only (all judged or none); nothing to learn")
+    scaler = StandardScaler().fit(x)
+    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    model = LogisticRegression(C=1.0, max_iter=1000).fit((x - scaler.mean_) / scale, y)
+    return LearnedWeights(tuple(float(v) for v in scaler.mean_), tuple(float(v) for v in scale),
+                          tuple(float(v) for v in model.coef_[0]), float(model.intercept_[0]))
+
+
+def cross_validated_runs(traces: Sequence[Trace], questions: Sequence[Question], folds: int = FOLDS,
+                         keep: int = KEEP) -> dict[str, list[str]]:
+    """qid -> pages of the ``keep`` best chunks, each question ranked by weights fitted without its fold."""
+    fold = folds_of(questions, folds)
+    runs: dict[str, list[str]] = {}
+    for held in range(folds):
+        train = [i for i in range(len(questions)) if fold[i] != held]
+        order = LearnedOrder(fit([traces[i] for i in train], [questions[i] for i in train]))
+        for i in (i for i in range(len(questions)) if fold[i] == held):
+            candidates = traces[i].candidates
+            ranked = order.order(traces[i].question, candidates.full_text, candidates.dense, keep=keep).ranked
+            runs[questions[i].qid] = list(dict.fromkeys(sp.passage.doc_id for sp in ranked))
+    return runs

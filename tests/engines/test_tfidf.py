@@ -78,3 +78,17 @@ def test_a_tokenizer_is_applied_to_units_and_questions_alike():
     default = TfidfIndex(texts)
     assert default.tokenize is tfidf_tokens
     assert default.search("sorting") == [] and default.search("where") == []
+
+
+def test_lab02_shows_exactly_this_code():
+    """Lab 02 prints the index from the package (``inspect.getsource``), so the code it shows is the code tested here."""
+    import inspect
+    import json
+
+    from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+
+    cells = json.loads((NOTEBOOKS_DIR / "labs" / "02-evaluation-chunks-and-dense.ipynb").read_text("utf-8"))["cells"]
+    shown = ["".join(o.get("text", "")) for c in cells if c["cell_type"] == "code"
+             and "inspect.getsource(TfidfIndex)" in "".join(c["source"]) for o in c["outputs"]]
+    assert len(shown) == 1
+    assert inspect.getsource(TfidfIndex) in shown[0] and inspect.getsource(tfidf_tokens) in shown[0]

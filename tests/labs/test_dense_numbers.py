@@ -35,14 +35,15 @@ def stored_stdout() -> str:
 
 
 def stored_self_lines(text: str) -> dict[str, dict[str, float]]:
-    """The dense self-retrieval lines (the second pair of layout lines in the lab)."""
+    """The dense self-retrieval line (whole pages; the layout lines after TF-IDF's two in the lab)."""
     lines = re.findall(r"^(whole-document|chunked)\s+(.*)$", text, flags=re.M)
-    dense = lines[2:4]
+    dense = lines[2:]
     return {unit: {k: float(v) for k, v in re.findall(r"([a-z@0-9]+)=([0-9.]+)", rest)} for unit, rest in dense}
 
 
 def stored_judged_rows(text: str) -> dict[tuple[str, str], list[float]]:
-    """(unit, "kept" or "left out") -> the dense row of the judged table (summary line kept or left out)."""
+    """(unit, "kept" or "left out") -> the dense rows of the judged table (whole pages with and without the
+    summary line, windows with it)."""
     return {(unit, summary): [float(x) for x in rest.split()]
             for unit, summary, rest in re.findall(r"^dense\s+(whole|chunked)\s+(kept|left out)\s+(.*)$", text,
                                                   flags=re.M)}
@@ -54,14 +55,13 @@ def now():
     encoder = DenseEncoder()
     kept = with_summaries(corpus.documents)
     units = {("whole-document", "left out"): [TextChunk(d.doc_id, 0, d.text) for d in corpus.documents],
-             ("chunked", "left out"): chunk_corpus(corpus.documents, word_windows, size=60, overlap=20),
              ("whole-document", "kept"): [TextChunk(d.doc_id, 0, d.text) for d in kept],
              ("chunked", "kept"): chunk_corpus(kept, word_windows, size=60, overlap=20)}
     retrievers = {key: DenseRetriever(chunks, encoder) for key, chunks in units.items()}
     self_queries, judged = self_retrieval(corpus), judged_questions(corpus)
     judged_runs = {key: run_questions(r, judged) for key, r in retrievers.items()}
     return ({unit: measure(run_questions(retrievers[unit, "left out"], self_queries), judgements(self_queries))
-             for unit in ("whole-document", "chunked")},
+             for unit in ("whole-document",)},
             {key: {**measure(runs, judgements(judged)), "hit@1": mean_measure(runs, judgements(judged), hit_at_k, 1)}
              for key, runs in judged_runs.items()},
             len(self_queries), len(judged))
@@ -69,7 +69,7 @@ def now():
 
 def test_self_retrieval_within_two_queries(now):
     stored = stored_self_lines(stored_stdout())
-    assert set(stored) == {"whole-document", "chunked"}
+    assert set(stored) == {"whole-document"}
     for unit, numbers in stored.items():
         assert set(numbers) == {"recall@1", "recall@5", "recall@10", "mrr"}
         for measure_name, value in numbers.items():
@@ -79,7 +79,7 @@ def test_self_retrieval_within_two_queries(now):
 def test_judged_within_one_question(now):
     stored = stored_judged_rows(stored_stdout())
     names = ["hit@1", "recall@1", "recall@5", "recall@10", "mrr", "ndcg@10"]
-    assert len(stored) == 4
+    assert set(stored) == {("whole", "kept"), ("whole", "left out"), ("chunked", "kept")}
     for (unit, summary), values in stored.items():
         label = "whole-document" if unit == "whole" else "chunked"
         assert len(values) == len(names)

@@ -85,18 +85,23 @@ def test_held_out_questions_scored_from_a_second_place_raise_and_the_same_place_
         forget_test_reads()
 
 
-@pytest.mark.parametrize("lab", ["03", "04"])
-def test_lab04_reads_its_test_questions_in_exactly_one_cell(lab):
+# Labs whose real ``test`` questions are read in one cell (``held_out``): all four.
+LABS_READING_TEST_ONCE = ["01", "02", "03", "04"]
+
+
+@pytest.mark.parametrize("lab", LABS_READING_TEST_ONCE)
+def test_each_lab_reads_its_test_questions_in_exactly_one_cell(lab):
     """Static: one code cell of the lab takes the held-out questions, and no other cell names the test split."""
     import json
     from pathlib import Path
 
-    notebook = next((Path(__file__).resolve().parents[2] / "notebooks" / "labs").glob(f"{lab}-*.ipynb"))
+    [notebook] = (Path(__file__).resolve().parents[2] / "notebooks" / "labs").glob(f"{lab}-*.ipynb")
     sources = ["".join(c["source"]) for c in json.loads(notebook.read_text("utf-8"))["cells"] if c["cell_type"] == "code"]
     reading = [s for s in sources if "held_out(" in s]
     assert len(reading) == 1
     assert not [s for s in sources if 'real_questions("test")' in s or "judged_and_real(" in s]
     assert not [s for s in sources if '"test"' in s and "held_out(" not in s]
+
 
 def test_mrr_at_10_counts_only_the_first_ten_pages():
     from ragcourse.retrieval.metrics import reciprocal_rank_at_k
@@ -107,3 +112,21 @@ def test_mrr_at_10_counts_only_the_first_ten_pages():
     with pytest.raises(ValueError, match="k must be at least 1"):
         reciprocal_rank_at_k(ranked, {"d0"}, 0)
     assert scores(LATE, QUESTIONS, "mrr@10") == [1 / 3] * 12 and scores(GOOD, QUESTIONS, "hit@5") == [1.0] * 12
+
+
+def test_print_measures_and_add_paired_over_named_sets(capsys):
+    from ragcourse.labs.real_check import add_paired, print_measures
+    from ragcourse.retrieval.significance import Family
+
+    runs = {"good": {"mine": GOOD, "theirs": GOOD}, "late": {"mine": LATE, "theirs": LATE}}
+    named = {"mine": QUESTIONS[:4], "theirs": QUESTIONS[4:]}
+    print_measures(runs, named)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["good", "mine", "4", "1.000", "0.500", "1.000"]
+    assert lines[4].split() == ["late", "theirs", "8", "0.000", "0.500", "0.333"]
+    family = Family("good against late")
+    add_paired(family, runs, "good", "late", named, prefix="vs late: ")
+    assert family.labels == ["vs late: mine hit@1", "vs late: mine recall@5", "vs late: theirs hit@1",
+                             "vs late: theirs recall@5"]
+    assert family.verdict("vs late: theirs hit@1") == "good beats late"
+    assert family.verdict("vs late: mine recall@5") == "no difference this set can detect"

@@ -4,7 +4,9 @@ A unit's weight for term ``t`` is ``(1 + log tf) * idf(t)`` with
 ``idf(t) = log((1 + N) / (1 + df)) + 1`` (``N`` indexed units, ``df`` units containing
 ``t``), and every vector is scaled to length 1 so that a dot product is a cosine. These
 are scikit-learn's ``TfidfVectorizer(sublinear_tf=True, smooth_idf=True, norm="l2")``
-weights; ``tests/labs/test_tfidf.py`` shows the two equal.
+weights; ``tests/engines/test_tfidf.py`` shows the two equal. Lab 02 prints this module's
+``tfidf_tokens`` and ``TfidfIndex`` with ``inspect.getsource``, so the code a student reads there
+is this code, and the test covers it.
 """
 from __future__ import annotations
 
@@ -27,12 +29,12 @@ class TfidfIndex:
 
     def __init__(self, texts: Sequence[str], tokenize: Callable[[str], list[str]] = tfidf_tokens):
         self.tokenize = tokenize   # the same for units and queries (e.g. ``lexical.full_strength``)
-        term_counts = [Counter(tokenize(t)) for t in texts]
-        df: Counter = Counter()
+        term_counts = [Counter(tokenize(text)) for text in texts]
+        df: Counter = Counter()            # units holding each term
         for counts in term_counts:
             df.update(counts.keys())
-        n = len(term_counts)
-        self.idf = {t: math.log((1 + n) / (1 + c)) + 1.0 for t, c in df.items()}
+        units = len(term_counts)
+        self.idf = {term: math.log((1 + units) / (1 + holding)) + 1.0 for term, holding in df.items()}
         self.vectors = [self.vector(counts) for counts in term_counts]
         self.postings: dict[str, list[int]] = {}
         for number, counts in enumerate(term_counts):
@@ -41,9 +43,9 @@ class TfidfIndex:
 
     def vector(self, counts: Counter) -> dict[str, float]:
         """Unit-length TF-IDF weights of a term count (terms never indexed weigh idf 1)."""
-        weights = {t: (1 + math.log(c)) * self.idf.get(t, 1.0) for t, c in counts.items()}
-        norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
-        return {t: w / norm for t, w in weights.items()}
+        weights = {term: (1 + math.log(tf)) * self.idf.get(term, 1.0) for term, tf in counts.items()}
+        length = math.sqrt(sum(weight * weight for weight in weights.values())) or 1.0
+        return {term: weight / length for term, weight in weights.items()}
 
     def embed(self, text: str) -> dict[str, float]:
         """A query's TF-IDF vector, built like a unit's."""

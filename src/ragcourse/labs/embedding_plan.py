@@ -25,6 +25,12 @@ from ..rag.reader import SentenceSplitter
 from .ladder import LADDER_INDEXES
 
 
+# The pages whose 60-word windows (20 overlap), without the summary line, lab 02's exercises embed for
+# their dense smoke test; ``exercises.labs.lab02`` takes its subset and window from here.
+LAB02_EXERCISE_MODULES = ("numpy.linalg", "numpy.fft")
+LAB02_EXERCISE_WINDOW = (60, 20)
+
+
 def question_texts(corpus: ApiCorpus) -> list[str]:
     """Every question the labs ask: self-retrieval summaries, judged, unanswerable and real questions."""
     return ([q.text for q in self_retrieval(corpus)] + [q.text for q in judged_questions(corpus)]
@@ -32,13 +38,17 @@ def question_texts(corpus: ApiCorpus) -> list[str]:
 
 
 def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:
-    """Lab 02: whole pages and its word windows (``WINDOW``, ``OVERLAP``), without the summary line for
-    self-retrieval and with it for the judged and real questions."""
+    """Lab 02: whole pages without the summary line (dense self-retrieval); pages and word windows
+    (``WINDOW``, ``OVERLAP``) with it (the judged and real questions); and, for the dense smoke test of
+    lab 02's exercises, the windows without the summary line of ``LAB02_EXERCISE_MODULES``' pages. The
+    lab's own windows without the summary line are searched by TF-IDF only, so they are not embedded."""
     size, overlap = parameters["WINDOW"], parameters["OVERLAP"]
-    texts: list[str] = []
-    for pages in (corpus.documents, with_summaries(corpus.documents)):
-        texts += [d.text for d in pages] + [c.text for c in chunk_corpus(pages, word_windows, size=size, overlap=overlap)]
-    return texts
+    kept = with_summaries(corpus.documents)
+    subset = [d for d in corpus.documents if d.module in LAB02_EXERCISE_MODULES]
+    exercise_size, exercise_overlap = LAB02_EXERCISE_WINDOW
+    return ([d.text for d in corpus.documents] + [d.text for d in kept]
+            + [c.text for c in chunk_corpus(kept, word_windows, size=size, overlap=overlap)]
+            + [c.text for c in chunk_corpus(subset, word_windows, size=exercise_size, overlap=exercise_overlap)])
 
 
 def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:

@@ -6,6 +6,9 @@ those whose answer has a page: ``coverage`` says how many were dropped). Each ro
 (the first page is right), Recall@5 and MRR; each comparison the lab's prose draws is a paired
 test over the same questions (``retrieval.significance.compare``) with its 95% interval,
 p-value and verdict. Nothing here is tuned: ``test`` is read once, by the lab's last section.
+``print_measures`` prints the same rows for any named question sets, and ``add_paired`` adds a
+system-against-system comparison per set and measure to a ``significance.Family``, which judges
+the comparisons answering one question together (Holm).
 
 ``held_out`` hands out the real ``test`` questions as a ``HeldOut`` list, and scoring one
 (``scores``, so ``paired`` and ``print_headline`` too) records where it was scored: the file
@@ -25,7 +28,7 @@ from ..corpus.apidocs import ApiCorpus
 from ..corpus.queries import Coverage, Question, answerable_in, coverage, judgements, real_questions
 from ..lesson.tables import Column, print_table
 from ..retrieval.metrics import hit_at_k, per_question, recall_at_k, reciprocal_rank, reciprocal_rank_at_k
-from ..retrieval.significance import PairedComparison, compare
+from ..retrieval.significance import Family, PairedComparison, compare
 
 Runs = Mapping[str, Sequence[str]]
 MEASURES: dict[str, tuple[Callable[..., float], tuple[int, ...]]] = {
@@ -122,9 +125,14 @@ def scores(runs: Runs, questions: Sequence[Question], name: str) -> list[float]:
 
 def print_headline(runs: Mapping[str, Mapping[str, Runs]], sets: QuestionSets) -> None:
     """One row per system and question set: n, hit@1, Recall@5, MRR. ``runs[system][set name]``."""
+    print_measures(runs, sets.by_name())
+
+
+def print_measures(runs: Mapping[str, Mapping[str, Runs]], sets: Mapping[str, Sequence[Question]]) -> None:
+    """One row per system and named question set: n, hit@1, Recall@5, MRR. ``runs[system][set name]``."""
     rows = []
     for system, by_set in runs.items():
-        for set_name, questions in sets.by_name().items():
+        for set_name, questions in sets.items():
             values = [sum(scores(by_set[set_name], questions, m)) / len(questions) for m in MEASURES]
             rows.append([system, set_name, len(questions), *values])
     width = max([22, *(len(system) for system in runs)])   # 22 unless a system's name is longer
@@ -148,3 +156,14 @@ def print_paired(runs: Mapping[str, Mapping[str, Runs]], a: str, b: str, sets: Q
             found[(set_name, name)] = result
             print(f"{set_name:<9} {name:<8} {result}")
     return found
+
+
+def add_paired(family: Family, runs: Mapping[str, Mapping[str, Runs]], a: str, b: str,
+               sets: Mapping[str, Sequence[Question]], measures: Sequence[str] = ("hit@1", "recall@5"),
+               prefix: str = "") -> None:
+    """Add ``a`` against ``b`` to ``family`` for each named question set and measure, labelled
+    ``f"{prefix}{set name} {measure}"`` (``runs[system][set name]``, as ``print_measures`` reads them)."""
+    for set_name, questions in sets.items():
+        for name in measures:
+            family.add(f"{prefix}{set_name} {name}", scores(runs[a][set_name], questions, name),
+                       scores(runs[b][set_name], questions, name), (a, b))

@@ -26,12 +26,13 @@ from ...engines.dense import DenseEncoder, dense_ranking
 from ...engines.lexical import lexical_tokens
 from ...engines.retrievers import DenseRetriever, TfidfRetriever, collapse, measure, run_questions
 from ...engines.tfidf import TfidfIndex, tfidf_tokens
+from ...labs.embedding_plan import LAB02_EXERCISE_MODULES, LAB02_EXERCISE_WINDOW
 from .shared import corpus
 from ..framework import (ExerciseSet, Mismatch, Question as Exercise, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 
-SUBSET_MODULES = ("numpy.linalg", "numpy.fft")
-WINDOW, OVERLAP = 60, 20
+SUBSET_MODULES = LAB02_EXERCISE_MODULES        # planned for embedding by ``labs.embedding_plan``
+WINDOW, OVERLAP = LAB02_EXERCISE_WINDOW
 EXACT = 1e-12
 # Dense numbers: the check and the student read the same cached vectors in the same process, so only a
 # different order of additions can move a digit; a real difference (one question one place lower) is far larger.

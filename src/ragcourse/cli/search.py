@@ -11,9 +11,10 @@ words, 20 overlap); ``hybrid`` is the configuration lab 03 chose on the real dev
 (``catalogue.HYBRID``): recursive chunks of 800 characters with the page title and section
 heading written in front, BM25 at full strength and dense, 30 candidates a path fused by RRF
 (k = 10);
-``postgres`` is lab 04's system over its index (built by ``python -m ragcourse index``: sentences
-packed to the encoder's window): PostgreSQL full text and pgvector, 30 candidates each, fused
-by RRF (k = 60), then the MiniLM re-scorer's 8, the configuration lab 04's repair ladder kept.
+``postgres`` is lab 04's kept system (``ladder.KEPT``) over its index (built by ``python -m
+ragcourse index``: recursive 800-character chunks with headers and summary lines): BM25 in
+PostgreSQL and pgvector, 60 candidates each, ordered by the learned combination of both paths'
+evidence (``rerank.LearnedOrder``, fitted on the real dev questions), its best 8 chunks.
 Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter
 inside the search (before the top k is cut), so a filter never leaves fewer than k results
 when k visible pages match; ``hybrid`` ranks only the pages of its candidates (30 visible

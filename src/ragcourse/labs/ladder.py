@@ -252,7 +252,8 @@ def climb(start: Setting, steps: Sequence[Step], run, questions: Sequence[Questi
     from ..labs.real_check import paired, scores
 
     def means(runs):
-        return {m: sum(scores(runs, questions, m)) / len(questions) for m in ("hit@1", "hit@5", "mrr")}
+        return {m: sum(scores(runs, questions, m)) / len(questions)
+                for m in dict.fromkeys(("hit@1", "hit@5", "mrr", measure, tie_break))}
 
     best_setting, best_runs = start, run(start)
     best_means = means(best_runs)

@@ -58,6 +58,28 @@ def torch_threads() -> int:
     return os.cpu_count() or 1
 
 
+def encode_batch_size() -> int:
+    """Texts per forward pass: ``$RAGCOURSE_BATCH_SIZE`` or ``BATCH_SIZE`` (a GPU takes 256 or more)."""
+    configured = os.environ.get("RAGCOURSE_BATCH_SIZE")
+    if configured:
+        if not configured.isdigit() or not 1 <= int(configured) <= 4096:
+            raise ValueError(f"RAGCOURSE_BATCH_SIZE must be a whole number from 1 to 4096; got {configured!r}")
+        return int(configured)
+    return BATCH_SIZE
+
+
+def encode_device() -> str:
+    """Where the model runs: ``$RAGCOURSE_DEVICE`` (``cpu``, ``cuda``, ``cuda:1``, ``mps``) or ``cpu``.
+
+    A vector computed on a GPU differs from the CPU's in its last bits; the cache keeps whichever was
+    computed first, so the dense numbers stay within the labs' stated tolerance either way."""
+    configured = os.environ.get("RAGCOURSE_DEVICE", "cpu")
+    head = configured.split(":", 1)[0]
+    if head not in ("cpu", "cuda", "mps") or (":" in configured and not configured.split(":", 1)[1].isdigit()):
+        raise ValueError(f"RAGCOURSE_DEVICE must be cpu, cuda, cuda:N or mps; got {configured!r}")
+    return configured
+
+
 def text_key(text: str) -> str:
     """The sha256 of a text's UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -180,7 +202,7 @@ class DenseEncoder:
         previous = torch.get_num_threads()
         torch.set_num_threads(self.threads)
         try:
-            vectors = self.model.encode([missing[k] for k in ordered], batch_size=BATCH_SIZE,
+            vectors = self.model.encode([missing[k] for k in ordered], batch_size=encode_batch_size(),
                                         normalize_embeddings=True, convert_to_numpy=True,
                                         show_progress_bar=progress)
         finally:
@@ -231,7 +253,7 @@ def load_model():
         from sentence_transformers import SentenceTransformer
     except ImportError as missing:
         raise ModelUnavailable(INSTALL_HINT) from missing
-    return SentenceTransformer(folder, device="cpu")
+    return SentenceTransformer(folder, device=encode_device())
 
 
 @lru_cache(maxsize=1)

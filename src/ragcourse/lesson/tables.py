@@ -48,7 +48,7 @@ def print_table(rows: Iterable[Sequence[object]], columns: Sequence[Column], sep
         print(format_row(row, columns, sep))
 
 
-LIBRARY_CHECK_COLUMNS = (Column("what is checked", 46, "", "<"), Column("against", 34, "", "<"),
+LIBRARY_CHECK_COLUMNS = (Column("what is checked", 52, "", "<"), Column("against", 34, "", "<"),
                          Column("agrees", 22, "", ">"))
 
 

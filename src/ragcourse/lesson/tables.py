@@ -49,7 +49,7 @@ def print_table(rows: Iterable[Sequence[object]], columns: Sequence[Column], sep
 
 
 LIBRARY_CHECK_COLUMNS = (Column("what is checked", 52, "", "<"), Column("against", 34, "", "<"),
-                         Column("agrees", 22, "", ">"))
+                         Column("result", 22, "", ">"))
 
 
 def print_library_checks(rows: Iterable[Sequence[object]]) -> None:

@@ -115,7 +115,8 @@ def add_svg_figures(notebook: Path, nb: dict) -> int:
 def retarget_links(notebook: Path, staged: Path, book: Path, nb: dict, published: set[Path]) -> None:
     """Relative links in the markdown cells of a staged copy, for the book.
 
-    The README becomes the landing page; a published notebook stays a page; another file of
+    The README becomes the landing page; a page of ``site/`` (the glossary) is linked where the
+    book puts it; a published notebook stays a page; another file of
     the repository (a figure, a source file) is copied beside the copy, as Sphinx expects. A
     link to a notebook that is not published (a master, a solution) becomes plain text, and so
     does, in an exercise notebook only, a link to an exercise that has not landed yet. Any
@@ -136,6 +137,8 @@ def retarget_links(notebook: Path, staged: Path, book: Path, nb: dict, published
             return match.group(0)
         if original == ROOT / "README.md":
             return f"{bang}[{text}]({os.path.relpath(book / 'intro.md', staged.parent)})"
+        if original.parent == SITE and original.suffix == ".md" and original.is_file():
+            return f"{bang}[{text}]({os.path.relpath(book / original.name, staged.parent)})"
         if original in published:
             return match.group(0)
         unpublished_notebook = original.suffix == ".ipynb" and original.is_file()
@@ -261,7 +264,7 @@ def doc_name(path: Path, book: Path) -> str:
 
 def write_toc(book: Path, staged_lessons: list[Path], staged_labs: list[Path],
               staged_exercises: list[Path], api_packages: list[str]) -> None:
-    """``_toc.yml``: landing page, the three parts, the exercises, the API reference."""
+    """``_toc.yml``: landing page, the three parts, the exercises, the glossary and the API reference."""
     part1 = [p for p in staged_lessons if int(p.name[:2]) <= 6]
     part2 = [p for p in staged_lessons if int(p.name[:2]) > 6]
     chapters = lambda paths: [{"file": doc_name(p, book)} for p in paths]  # noqa: E731
@@ -284,7 +287,7 @@ def write_toc(book: Path, staged_lessons: list[Path], staged_labs: list[Path],
             entry["sections"] = subs
         return entry
 
-    parts.append({"caption": "Reference", "chapters": [api_entry("ragcourse")]})
+    parts.append({"caption": "Reference", "chapters": [{"file": "glossary"}, api_entry("ragcourse")]})
     toc = {"format": "jb-book", "root": "intro", "parts": parts}
     (book / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False, allow_unicode=True),
                                    encoding="utf-8")

@@ -8,7 +8,7 @@ from ragcourse.lesson.params import (
     check_positive_int,
     check_seed,
 )
-from ragcourse.lesson.tables import Column, format_header, format_row, print_table
+from ragcourse.lesson.tables import Column, format_header, format_row, print_library_checks, print_table
 
 COLUMNS = [Column("setup", 16, "", "<"), Column("precision", 9, ".4f"), Column("recall", 7, ".4f")]
 
@@ -67,3 +67,10 @@ def test_positive_and_non_negative_counts():
     for bad in (-1, 1.0, False, "0", None):
         with pytest.raises(ValueError, match=r"^n must be a non-negative integer; got "):
             check_non_negative_int("n", bad)
+
+
+def test_library_checks_print_one_aligned_row_per_check(capsys):
+    print_library_checks([("what", "against", "40/40 queries"), ("another check", "a library", "largest gap 0.0e+00")])
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split() == ["what", "is", "checked", "against", "result"]
+    assert len({len(line) for line in [header, *rows]}) == 1 and rows[0].endswith("40/40 queries")

@@ -46,6 +46,7 @@ from ragcourse.retrieval.libraries import (
     ties_in_course_order,
     trained_ivf,
     trec_eval,
+    trec_eval_gap,
 )
 from ragcourse.retrieval.metrics import overlap_recall, retrieval_scores
 from ragcourse.retrieval.ranking import rank_by_score, top_k
@@ -520,3 +521,14 @@ def test_documented_lesson_14_retrieval_column_equals_trec_eval_and_ranx():
         assert abs(by_trec[f"P_{k}"] - course_precision) <= 1e-12
         assert abs(by_ranx[f"hit_rate@{k}"] - course_recall) <= 1e-12
         assert abs(by_ranx[f"precision@{k}"] - course_precision) <= 1e-12
+
+
+def test_trec_eval_gap_is_the_largest_difference_of_the_four_measures():
+    """The appendix of lessons 01-03 prints this gap: zero for the course's own numbers, the size of a change otherwise."""
+    world = first_world(COURSE_SEED)
+    concept, label = concept_and_class_relevance(world)
+    rankings = embedding_rankings(COURSE_SEED)
+    library = four_measures_by_library(rankings, world, K)
+    assert trec_eval_gap(rankings, library, concept, label, K) == 0.0
+    shifted = (library[0], library[1] + 0.25, library[2], library[3])
+    assert trec_eval_gap(rankings, shifted, concept, label, K) == pytest.approx(0.25)

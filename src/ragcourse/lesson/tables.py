@@ -46,3 +46,12 @@ def print_table(rows: Iterable[Sequence[object]], columns: Sequence[Column], sep
     print(format_header(columns, sep) if header is None else header)
     for row in rows:
         print(format_row(row, columns, sep))
+
+
+LIBRARY_CHECK_COLUMNS = (Column("what is checked", 52, "", "<"), Column("against", 34, "", "<"),
+                         Column("result", 22, "", ">"))
+
+
+def print_library_checks(rows: Iterable[Sequence[object]]) -> None:
+    """The appendix table of a lesson: one row per check, ``(what is checked, against, agrees)``."""
+    print_table(rows, LIBRARY_CHECK_COLUMNS)

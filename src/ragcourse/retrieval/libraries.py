@@ -497,3 +497,18 @@ def trec_eval(rankings: Sequence[Sequence[int]], relevant: Sequence[Collection[i
     if len(per_query) != len(rankings):
         raise ValueError(f"trec_eval scored {len(per_query)} of {len(rankings)} queries")
     return {name: sum(per_query[f"q{n}"][name] for n in range(len(rankings))) / len(rankings) for name in names}
+
+
+def trec_eval_gap(rankings: Sequence[Sequence[int]], course_values: Sequence[float],
+                  concept_relevant: Sequence[Collection[int]], class_relevant: Sequence[Collection[int]],
+                  k: int) -> float:
+    """Largest gap between the course's (precision@k, recall@k, concept hit, class hit) and trec_eval's.
+
+    trec_eval's counterparts are ``P_k`` and ``recall_k`` against the concept's documents, ``P_1``
+    against the concept's documents (the concept hit rate) and ``P_1`` against the class's documents
+    (the class hit rate); lessons 01-03 print this gap in their appendix.
+    """
+    by_concept = trec_eval(rankings, concept_relevant, (f"P_{k}", f"recall_{k}", "P_1"))
+    by_class = trec_eval(rankings, class_relevant, ("P_1",))
+    library = (by_concept[f"P_{k}"], by_concept[f"recall_{k}"], by_concept["P_1"], by_class["P_1"])
+    return max(abs(a - b) for a, b in zip(course_values, library))

@@ -24,8 +24,12 @@ _COMMENTS = re.compile(r"^\s*(?:--[^\n]*\n|/\*.*?\*/|\s)*", re.S)
 READ_STATEMENTS = ("select", "with", "values", "table")
 
 
+@lru_cache(maxsize=1)
 def LENT_TYPES() -> tuple[type, ...]:
-    """What the kernel gets by reference: the simulated models and their counters, the read-only index view."""
+    """What the kernel gets by reference: the simulated models and their counters, the read-only index view.
+
+    Cached: the grader's pickler asks for every object it sends (millions for a large argument).
+    """
     from ..world.llm import CallCounter, SimulatedModel
 
     return (SimulatedModel, CallCounter, ReadOnlyIndex, ReadOnlyConnection, ReadOnlyTransaction, Rows)

@@ -184,3 +184,31 @@ def test_the_command_line_knows_grade():
     assert done.returncode == 2 and "unrecognized arguments: --frobnicate" in done.stderr
     done = grade()
     assert done.returncode == 2 and "give at least one PATH" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_the_csv_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    """write_csv writes beside the file and renames: a failure half-way leaves the old table and no part file."""
+    from ragcourse.exercises import grading
+    from ragcourse.exercises.framework import PASSED, Verdict
+
+    table = tmp_path / "grades.csv"
+    table.write_text("the old table\n")
+    graded = grading.Graded(tmp_path / "a.ipynb", "exercise set", "01-what-is-an-embedding",
+                            [Verdict("q1", "predict", "t", PASSED, 1, 1, ()), Verdict("q2", "build", "t", PASSED, 3, 3, ())])
+
+    class Breaks:
+        def __init__(self, handle, **options):
+            self.rows = 0
+
+        def writerow(self, row):
+            self.rows += 1
+            if self.rows > 2:
+                raise OSError("disk full")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(grading.csv, "writer", Breaks)
+        with pytest.raises(OSError):
+            grading.write_csv([graded], table)
+    assert table.read_text() == "the old table\n" and sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv"]
+    grading.write_csv([graded], table)
+    assert rows(table)[1]["points"] == "3" and sorted(p.name for p in tmp_path.iterdir()) == ["grades.csv"]

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .framework import FAILED, NOT_DONE, NOT_GRADED, CheckTimeout, ExerciseSet, Verdict, load_set
+from .framework import FAILED, NOT_DONE, CheckTimeout, ExerciseSet, Verdict, load_set
 from .sandbox import Account, Kernel, KernelError, become_subreaper
 from .wire import Answer, KernelGone, Link, Unreadable
 
@@ -132,6 +132,9 @@ def supervise(job: Job, connection: Any) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the grader's to handle: it kills this process
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    # forked while the grader held these back (grading._signals_blocked): the kernel must get its SIGINT
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
     become_subreaper()
     started = time.monotonic()
     outcome = Outcome()
@@ -159,8 +162,3 @@ def supervise(job: Job, connection: Any) -> None:
     connection.send(outcome)
     connection.close()
     os._exit(0)
-
-
-def not_graded(name: str, reason: str) -> list[Verdict]:
-    """Zero points on every question of a set, each saying why."""
-    return [Verdict(q.key, q.kind, q.title, NOT_GRADED, 0, q.max_points, (reason,)) for q in load_set(name).questions]

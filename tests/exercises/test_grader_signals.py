@@ -16,6 +16,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -57,9 +58,11 @@ def alive(process: psutil.Process) -> bool:
 
 def stopped_run(tmp_path: Path, stop: str, command: list[str]) -> tuple[list[str], list[psutil.Process], Path]:
     """Start a run, stop it mid-way with ``stop``; what it left behind (empty: nothing), and what to clean."""
-    folder, temporary = tmp_path / "class", tmp_path / "tmp"
+    folder = tmp_path / "class"
     folder.mkdir()
-    temporary.mkdir()
+    # the run's own $TMPDIR, which the kernels' user (nobody, when the grader is root) can enter, as /tmp
+    temporary = Path(tempfile.mkdtemp(prefix="ragcourse-signals-"))
+    os.chmod(temporary, 0o711)
     tokens = [f"stray-{secrets.token_hex(6)}" for _ in range(2)]
     for name, token in zip(("a-sleeps.ipynb", "b-sleeps.ipynb"), tokens):
         notebook("master", SLEEPER.format(token=token), folder, name)
@@ -77,7 +80,7 @@ def stopped_run(tmp_path: Path, stop: str, command: list[str]) -> tuple[list[str
         if grader.poll() is not None or time.monotonic() > deadline:
             grader.kill()
             clean(strays(tokens), temporary)
-            pytest.fail(f"the sleeping cells never started: {err.read_text()[-2000:]}")
+            pytest.fail(f"the sleeping cells never started: {err.read_text()[-1000:]} {out.read_text()[-2000:]}")
         time.sleep(0.2)
     running = psutil.Process(grader.pid).children(recursive=True) + strays(tokens)
     assert len([p for p in running if "ipykernel_launcher" in " ".join(p.cmdline())]) == 2

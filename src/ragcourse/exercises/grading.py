@@ -212,8 +212,12 @@ def hard_limit(name: str, seconds: float) -> float:
     return STARTUP_SECONDS + seconds + questions * (seconds + INTERRUPT_SECONDS) + 60
 
 
-def kernel_user(as_user: str | None, out: TextIO | None = None):
-    """The account kernels run as (None: the grader's own); ValueError saying what to fix for a bad ``--as-user``."""
+def kernel_user(as_user: str | None, out: TextIO | None = None, folder: Path | None = None):
+    """The account kernels run as (None: the grader's own); ValueError saying what to fix for a bad ``--as-user``.
+
+    The account must be able to run this Python, import the course and work in ``folder`` (the
+    run's temporary folder); when the default account cannot, the kernels run as the grader.
+    """
     from .sandbox import account, cannot_run_as
 
     try:
@@ -222,7 +226,7 @@ def kernel_user(as_user: str | None, out: TextIO | None = None):
         raise ValueError(str(error).strip("'\"")) from None
     if user is None:
         return None
-    reason = cannot_run_as(user)
+    reason = cannot_run_as(user, folder)
     if reason is None:
         return user
     if as_user is not None:
@@ -253,7 +257,6 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
     read = read_all(paths)
     results = [recognise(path, data) for path, data in read]
     todo = [(index, graded) for index, graded in enumerate(results) if graded.problem is None]
-    user = kernel_user(as_user, out) if todo else None
     for _, graded in todo:
         load_set(graded.name)   # every set's checks imported here, before any submission runs
     import cloudpickle  # noqa: F401  (the supervisors' copies are forked from these)
@@ -266,6 +269,8 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
     forked: list[Any] = []   # every supervisor, from its fork on
     try:
         os.chmod(root, 0o711)
+        # tried in the folder the kernels will run under: a $TMPDIR the user cannot enter fails here, not later
+        user = kernel_user(as_user, out, root) if todo else None
         queue = deque(todo)
         while queue or running:
             while queue and len(running) < jobs:

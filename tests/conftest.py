@@ -98,6 +98,7 @@ NEEDS_EMBEDDINGS = (
     ("tests/cli/test_search_command.py", ("all",)),
     ("[lab01-", ()), ("[lab02-", ("questions", "lab 02")), ("[lab04-", ("questions", "lab 04")), ("[lab03-", ("all",)),
     ("tests/exercises/test_lab_exercises.py", ("all",)), ("tests/exercises/test_exercise_grading.py", ("all",)),
+    ("tests/exercises/test_grading_masters.py", ("all",)),
 )   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing

@@ -18,7 +18,8 @@ Printed: per notebook and question, passed or not and the points. ``--csv FILE``
 row per notebook and question with the columns ``notebook,question,points,max_points,passed``
 (a submission that could not be graded at all gets one row with an empty question). The
 report and the CSV are written once, from this process's memory, after every kernel is gone.
-Exit status 0 when grading finished, 2 for bad arguments (a bad ``--as-user`` included).
+Exit status 0 when grading finished, 2 for bad arguments (a bad ``--as-user`` included), 130 after
+Ctrl-C and 128 + the signal after SIGTERM or SIGHUP (kernels killed, temporary folder removed, no CSV written).
 """
 from __future__ import annotations
 

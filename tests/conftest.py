@@ -98,6 +98,7 @@ NEEDS_EMBEDDINGS = (
     ("tests/cli/test_search_command.py", ("all",)),
     ("[lab01-", ()), ("[lab02-", ("questions", "lab 02")), ("[lab04-", ("questions", "lab 04")), ("[lab03-", ("all",)),
     ("tests/exercises/test_lab_exercises.py", ("all",)), ("tests/exercises/test_exercise_grading.py", ("all",)),
+    ("tests/exercises/test_grading_masters.py", ("all",)),
 )   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing
@@ -156,12 +157,15 @@ def pytest_configure(config):
 
 
 # The files that take longest, in seconds, as measured in a warm ``make test`` (a timeline of each worker,
-# 2026-12-02); the others take a few seconds each. Only their order matters: xdist gives a worker its next
+# 2026-12-02; the grader's files of 2026-12-03 scaled from a run under load 6, 527 s then for the 160 s
+# measured here); the others take a few seconds each. Only their order matters: xdist gives a worker its next
 # file when the one it runs is nearly done, so two long files handed out last would run one after the other.
 SECONDS = {
-    "tests/test_browser.py": 172, "tests/exercises/test_exercise_grading.py": 160,
+    "tests/test_browser.py": 40, "tests/exercises/test_exercise_grading.py": 60,
+    "tests/exercises/test_grading_masters.py": 77, "tests/exercises/test_grader_signals.py": 12,
+    "tests/exercises/test_lending.py": 8,
     "tests/test_notebook_runs.py": 140,
-    "notebooks/labs/04-postgres-baseline.ipynb": 125, "tests/test_browser_labs.py": 110,
+    "notebooks/labs/04-postgres-baseline.ipynb": 125, "tests/test_browser_labs.py": 60,
     "tests/site/test_site.py": 85, "tests/exercises/test_exercise_checks.py": 68,
     "tests/exercises/test_lab_exercises.py": 31, "tests/retrieval/test_library_crosschecks.py": 29,
     "notebooks/labs/03-rag-practice.ipynb": 28, "notebooks/labs/02-evaluation-chunks-and-dense.ipynb": 26,

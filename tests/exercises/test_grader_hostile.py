@@ -79,6 +79,26 @@ for _ in range(240):
 """
 
 
+COPY_REFERENCE = {   # the student's answer cells replaced by the package's code: what README.md says passes
+    "def keyword_score": "from ragcourse.retrieval.search import KeywordIndex\n\n"
+                         "def keyword_score(query_text, document_text):\n"
+                         "    return KeywordIndex([document_text]).scores(query_text)[0]",
+    "def cosine_similarity": "from ragcourse.exercises.part1.lesson01 import reference_cosine as cosine_similarity",
+}
+
+
+def copied(folder: Path, name: str) -> Path:
+    """Lesson 01's student version with its two build-it answers taken from the package."""
+    nb = nbformat.read(student_path(SET), as_version=4)
+    for cell in nb.cells:
+        for start, source in COPY_REFERENCE.items():
+            if cell.cell_type == "code" and cell.source.startswith(start):
+                cell.source = source
+    path = folder / name
+    nbformat.write(nb, path)
+    return path
+
+
 def notebook(base: str, extra: str, folder: Path, name: str) -> Path:
     """Lesson 01's master or student version with ``extra`` as a code cell after its first three."""
     nb = nbformat.read(master_path(SET) if base == "master" else student_path(SET), as_version=4)
@@ -118,6 +138,7 @@ def hostile(tmp_path_factory):
     notebook("master", FLOOD, folder, "flood.ipynb")
     notebook("master", SLOW_ANSWER, folder, "slow-q2.ipynb")
     notebook("master", "", folder, "zzz-honest.ipynb")
+    copied(folder, "copies-the-package.ipynb")
     table = folder.parent / "hostile.csv"
     done, seconds = grade(str(folder), "--csv", str(table), "--timeout", str(TIMEOUT), "--jobs", "2")
     return done, points(table), seconds, folder
@@ -172,3 +193,10 @@ def test_a_survivor_cannot_rewrite_the_csv(tmp_path):
     assert points(table) == {"fork.ipynb": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
                              "honest.ipynb": {"q1": 1, "q2": 3, "q3": 3, "q4": 2}}
     assert not [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or [])]
+
+
+def test_copying_the_packages_code_passes(hostile):
+    """What README.md says it does not guarantee: build-it answers taken from the package pass (the checks judge
+    what a function returns, not who wrote it)."""
+    done, table, _, _ = hostile
+    assert table["copies-the-package.ipynb"] == {"q1": 0, "q2": 3, "q3": 3, "q4": 0}, done.stdout

@@ -189,7 +189,7 @@ def _lab04_gaps(index, *, off_by_one=False, first_only=False, missing_chunks=Fal
     return Check("gaps", not bad, found, tuple(p for p, _ in bad[:3]))
 
 
-def _lab04_lost(trace, relevant, *, dense_only=False, admitted_only=False):
+def _lab04_lost(trace, relevant, *, dense_only=False, admitted_only=False, raw_citations=False):
     from ragcourse.rag.reader import citation_doc_id
 
     wanted = set(relevant)
@@ -203,7 +203,8 @@ def _lab04_lost(trace, relevant, *, dense_only=False, admitted_only=False):
         return "reranking"
     if not wanted & set(trace.documents("admitted")):
         return "assembly"
-    if not wanted & {citation_doc_id(c) for c in trace.answer.citations}:
+    cited = set(trace.answer.citations) if raw_citations else {citation_doc_id(c) for c in trace.answer.citations}
+    if not wanted & cited:
         return "reader"
     return "cited"
 
@@ -252,6 +253,8 @@ MUTATIONS = [  # (exercise set, question, the mistake, a wrong answer that makes
      "counts sources"),
     (L4, "q4", "the dense path only", lambda t, r: _lab04_lost(t, r, dense_only=True), "full-text list"),
     (L4, "q4", "stages skipped", lambda t, r: _lab04_lost(t, r, admitted_only=True), "stages in order"),
+    (L4, "q4", "citations (source#ordinal) compared with page ids as they are",
+     lambda t, r: _lab04_lost(t, r, raw_citations=True), "cites a relevant page"),
 ]
 
 
@@ -263,6 +266,18 @@ def test_a_realistic_mistake_is_rejected_with_a_useful_message(name, key, mistak
 
 def test_every_lab_build_question_rejects_at_least_two_mistakes():
     assert_every_build_rejects_two(LABS, MUTATIONS)
+
+
+@pytest.mark.parametrize("name, key, wrong", [
+    (L1, "q3", lambda q, c, k: [(cid, float("nan")) for cid, _ in lab01.reference_search(q, c, k)]),
+    (L2, "q1", lambda texts: (lambda idf, vectors: ({t: float("nan") for t in idf}, vectors))(*_lab02_fit(texts))),
+    (L2, "q1", lambda texts: (lambda idf, vectors: (idf, [{t: float("nan") for t in v} for v in vectors]))(
+        *_lab02_fit(texts))),
+], ids=["lab01-nan-scores", "lab02-nan-idf", "lab02-nan-weights"])
+def test_a_number_that_is_not_a_number_fails(name, key, wrong):
+    """NaN is off by any tolerance: right ids with NaN scores, or NaN weights, fail (abs(nan - x) > t is False)."""
+    verdict = load_set(name).verdict(key, wrong)
+    assert verdict.status == FAILED and "nan" in verdict.text().lower(), verdict.text()
 
 
 # ---------------------------------------------------------------- other correct answers pass

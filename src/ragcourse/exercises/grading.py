@@ -18,7 +18,8 @@ Printed: per notebook and question, passed or not and the points. ``--csv FILE``
 row per notebook and question with the columns ``notebook,question,points,max_points,passed``
 (a submission that could not be graded at all gets one row with an empty question). The
 report and the CSV are written once, from this process's memory, after every kernel is gone.
-Exit status 0 when grading finished, 2 for bad arguments (a bad ``--as-user`` included).
+Exit status 0 when grading finished, 2 for bad arguments (a bad ``--as-user`` included), 130 after
+Ctrl-C and 128 + the signal after SIGTERM or SIGHUP (kernels killed, temporary folder removed, no CSV written).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import os
 import signal
 import sys
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -133,22 +135,6 @@ def submissions(paths: list[Path]) -> list[Path]:
     return unique
 
 
-def read_notebook(path: Path):
-    """The notebook at ``path``, or None when it cannot be read as one."""
-    import nbformat
-
-    try:
-        text = path.read_text(encoding="utf-8")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            nb = nbformat.reads(text, as_version=4)
-        if not isinstance(nb.get("cells"), list):
-            return None
-        return nb
-    except Exception:
-        return None
-
-
 def read_all(paths: list[Path]) -> list[tuple[Path, bytes | None]]:
     """Every submission's bytes, read before any of them runs (None: it could not be read)."""
     found = []
@@ -227,8 +213,12 @@ def hard_limit(name: str, seconds: float) -> float:
     return STARTUP_SECONDS + seconds + questions * (seconds + INTERRUPT_SECONDS) + 60
 
 
-def kernel_user(as_user: str | None, out: TextIO | None = None):
-    """The account kernels run as (None: the grader's own); ValueError saying what to fix for a bad ``--as-user``."""
+def kernel_user(as_user: str | None, out: TextIO | None = None, folder: Path | None = None):
+    """The account kernels run as (None: the grader's own); ValueError saying what to fix for a bad ``--as-user``.
+
+    The account must be able to run this Python, import the course and work in ``folder`` (the
+    run's temporary folder); when the default account cannot, the kernels run as the grader.
+    """
     from .sandbox import account, cannot_run_as
 
     try:
@@ -237,7 +227,7 @@ def kernel_user(as_user: str | None, out: TextIO | None = None):
         raise ValueError(str(error).strip("'\"")) from None
     if user is None:
         return None
-    reason = cannot_run_as(user)
+    reason = cannot_run_as(user, folder)
     if reason is None:
         return user
     if as_user is not None:
@@ -268,7 +258,6 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
     read = read_all(paths)
     results = [recognise(path, data) for path, data in read]
     todo = [(index, graded) for index, graded in enumerate(results) if graded.problem is None]
-    user = kernel_user(as_user, out) if todo else None
     for _, graded in todo:
         load_set(graded.name)   # every set's checks imported here, before any submission runs
     import cloudpickle  # noqa: F401  (the supervisors' copies are forked from these)
@@ -278,8 +267,11 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
     root = Path(tempfile.mkdtemp(prefix="ragcourse-grade-"))
     context = multiprocessing.get_context("fork")
     running: dict[Any, tuple[int, Any, float, float]] = {}
+    forked: list[Any] = []   # every supervisor, from its fork on
     try:
         os.chmod(root, 0o711)
+        # tried in the folder the kernels will run under: a $TMPDIR the user cannot enter fails here, not later
+        user = kernel_user(as_user, out, root) if todo else None
         queue = deque(todo)
         while queue or running:
             while queue and len(running) < jobs:
@@ -294,7 +286,9 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
                 job = Job(graded.name, read[index][1] or b"", root / f"{index:04d}", graded.path.name, limit, user)
                 receiver, sender = context.Pipe(duplex=False)
                 process = context.Process(target=supervise, args=(job, sender), daemon=True)
-                process.start()
+                with _signals_blocked():   # no way out between the fork and the supervisor being known
+                    process.start()
+                    forked.append(process)
                 sender.close()
                 running[receiver] = (index, process, time.monotonic(), hard_limit(graded.name, limit))
             for receiver in wait(list(running), timeout=0.5):
@@ -311,11 +305,13 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
                             f"stopped after {limit:g} s, the most a notebook and its checks may take")
         return results
     finally:
-        for receiver, (_, process, _, _) in running.items():
-            kill_descendants(process.pid)
-            process.kill()
-            process.join(5)
-        shutil.rmtree(root, ignore_errors=True)
+        with _signals_held():   # a second Ctrl-C or SIGTERM does not cut the cleanup short
+            for process in forked:
+                if process.is_alive():
+                    kill_descendants(process.pid)
+                    process.kill()
+                    process.join(5)
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _finish(graded: Graded, outcome: Any, process: Any, folder: Path, seconds: float, why: str | None = None) -> None:
@@ -396,16 +392,32 @@ def report(results: list[Graded], out: TextIO, solutions: bool) -> None:
 
 
 def write_csv(results: list[Graded], path: Path) -> None:
-    """One row per notebook and question (an ungradable submission: one row, empty question)."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
-        for graded in results:
-            where = _shown_path(graded.path)
-            if not graded.verdicts:
-                writer.writerow([where, "", 0, 0, "false"])
-            for v in graded.verdicts:
-                writer.writerow([where, v.question, v.points, v.max_points, "true" if v.passed else "false"])
+    """One row per notebook and question (an ungradable submission: one row, empty question).
+
+    Written whole beside ``path`` and then renamed over it, so that ``path`` holds either what
+    it held before or every row, never part of them (a run stopped while writing included).
+    """
+    import tempfile
+
+    handle = tempfile.NamedTemporaryFile("w", newline="", encoding="utf-8", dir=path.parent,
+                                         prefix=f".{path.name}.", suffix=".part", delete=False)
+    try:
+        with _signals_blocked(), handle:
+            writer = csv.writer(handle, lineterminator="\n")
+            writer.writerow(CSV_COLUMNS)
+            for graded in results:
+                where = _shown_path(graded.path)
+                if not graded.verdicts:
+                    writer.writerow([where, "", 0, 0, "false"])
+                for v in graded.verdicts:
+                    writer.writerow([where, v.question, v.points, v.max_points, "true" if v.passed else "false"])
+            handle.flush()
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(handle.fileno(), 0o666 & ~umask)   # as open() would have made it
+            os.replace(handle.name, path)
+    finally:
+        Path(handle.name).unlink(missing_ok=True)
 
 
 def _main_thread() -> bool:
@@ -415,8 +427,38 @@ def _main_thread() -> bool:
 
 
 def _terminated(signum: int, frame: Any) -> None:
-    """SIGTERM: leave the way Ctrl-C does, through every ``finally`` (kernels killed, folders removed)."""
+    """SIGTERM or SIGHUP: leave the way Ctrl-C does, through every ``finally`` (kernels killed, folders removed)."""
     raise SystemExit(128 + signum)
+
+
+STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)   # what ends a run early (SIGKILL cannot be caught)
+
+
+@contextmanager
+def _signals_blocked():
+    """Hold the stopping signals back until the block ends (then they arrive); the main thread only."""
+    if not _main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+
+
+@contextmanager
+def _signals_held():
+    """Ignore the stopping signals while cleaning up, then restore what handled them; the main thread only."""
+    if not _main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in STOPPING}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _usage_error(prog: str, message: str) -> int:
@@ -444,15 +486,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return _usage_error(prog, "no files to grade" + (f" in {MASTERS_DIR}" if args.solutions else ""))
     print(f"grading {len(files)} file{'s' if len(files) != 1 else ''}, time limit {seconds:g} s each", file=out,
           flush=True)
-    previous = signal.signal(signal.SIGTERM, _terminated) if _main_thread() else None
+    previous = {number: signal.signal(number, _terminated) for number in (signal.SIGTERM, signal.SIGHUP)} \
+        if _main_thread() else {}
     try:
         results = grade_files([Path(p) for p in files], seconds, getattr(args, "jobs", 1) or 1,
                               getattr(args, "as_user", None), out)
     except ValueError as error:   # a bad --as-user, found before anything ran
         return _usage_error(prog, str(error))
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     report(results, out, args.solutions)
     if args.csv is not None:
         write_csv(results, Path(args.csv))

@@ -1,16 +1,17 @@
-"""What the grader hands a submission's kernel besides plain data (see ``judge``).
+"""What the grader hands a submission's kernel besides plain data (see ``judge`` and ``wire``).
 
 Three ways, chosen by the argument's type:
 
 * **lent** (``LENT_TYPES``): the kernel gets a handle, and every use of a public attribute or
-  method runs here, in the grader. The simulated models and their call counters (a check reads
-  the counts), and ``ReadOnlyIndex``: a view of one of the checks' scratch databases that runs
-  only single read-only queries, so a submission can look at the index a check built but never
-  change what the check measures next (the check's reference reads the same database).
+  method runs here, in the grader (except ``WITHHELD``: a counter's ``reset`` and ``tick``).
+  The simulated models and their call counters (a check reads the counts), and
+  ``ReadOnlyIndex``: a view of one of the checks' scratch databases that runs only single
+  read-only queries, so a submission can look at the index a check built but never change
+  what the check measures next (the check's reference reads the same database).
 * **rebuilt** (``rebuilt_reducers``): an object holding an open resource (the dense encoder's
   SQLite cache) travels as what it takes to open an equivalent one in the kernel.
 * everything else by value (cloudpickled), each argument object once per question: the kernel
-  keeps it and later calls of the same question refer to it (``judge.Link``).
+  keeps it and later calls of the same question refer to it (``wire.Link``).
 """
 from __future__ import annotations
 
@@ -20,12 +21,19 @@ from typing import Any, Callable
 
 # The special methods a lent object's handle forwards (a ``with`` block, iteration, len, indexing).
 FORWARDED = ("__enter__", "__exit__", "__iter__", "__len__", "__getitem__")
+# The public methods of a lent object the kernel may not use: they change the count a check reads (a
+# submission that asked the model too often must not be able to reset the counter and tick it back up).
+WITHHELD = ("reset", "tick")
 _COMMENTS = re.compile(r"^\s*(?:--[^\n]*\n|/\*.*?\*/|\s)*", re.S)
 READ_STATEMENTS = ("select", "with", "values", "table")
 
 
+@lru_cache(maxsize=1)
 def LENT_TYPES() -> tuple[type, ...]:
-    """What the kernel gets by reference: the simulated models and their counters, the read-only index view."""
+    """What the kernel gets by reference: the simulated models and their counters, the read-only index view.
+
+    Cached: the grader's pickler asks for every object it sends (millions for a large argument).
+    """
     from ..world.llm import CallCounter, SimulatedModel
 
     return (SimulatedModel, CallCounter, ReadOnlyIndex, ReadOnlyConnection, ReadOnlyTransaction, Rows)

@@ -71,15 +71,22 @@ def account(name: str | None) -> Account | None:
     return Account(name, entry.pw_uid, entry.pw_gid)
 
 
-def cannot_run_as(user: Account) -> str | None:
-    """Why a kernel cannot run as ``user`` here (it cannot start this Python or import the course), or None."""
-    probe = "import ipykernel, cloudpickle, ragcourse.exercises.framework"
+def cannot_run_as(user: Account, folder: Path | None = None) -> str | None:
+    """Why a kernel cannot run as ``user`` in ``folder`` (it cannot enter it, start this Python or import the
+    course), or None."""
+    where = str(Path(folder) if folder is not None else Path("/"))
+    # the folder is entered by its full path once the user is ``user`` (the kernel reads its connection file so)
+    probe = ("import os, sys\ntry:\n    os.chdir(sys.argv[1])\nexcept OSError:\n    sys.exit(3)\n"
+             "import ipykernel, cloudpickle, ragcourse.exercises.framework")
     try:
-        done = subprocess.run([sys.executable, "-c", probe], cwd="/", env=kernel_environment(Path("/tmp")),
+        done = subprocess.run([sys.executable, "-c", probe, where], cwd="/", env=kernel_environment(Path(where)),
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=STARTUP_SECONDS,
                               user=user.uid, group=user.gid, extra_groups=[])
     except (OSError, subprocess.SubprocessError) as error:
         return f"user {user.name} cannot run {sys.executable}: {error}"
+    if done.returncode == 3:
+        return (f"user {user.name} cannot enter the temporary folder {where} (set TMPDIR to a folder every user"
+                " may enter, such as /tmp)")
     if done.returncode != 0:
         last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"])[-1]
         return f"user {user.name} cannot import the course with {sys.executable}: {last}"

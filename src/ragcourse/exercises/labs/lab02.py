@@ -140,7 +140,8 @@ def _compare_fit(got: tuple[dict, list], texts: Sequence[str], where: str) -> in
                        + (f" (extra: {shown(extra[:4])})" if extra else "")
                        + (f" (missing: {shown(missing[:4])})" if missing else ""), hint())
     def expect(value, expected, where):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) or abs(value - expected) > EXACT:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+                or abs(value - expected) > EXACT:   # NaN is off too (abs(nan - x) > EXACT is False)
             expect_number(value, expected, where, hint(), tolerance=EXACT)
 
     for term in sorted(reference.idf):

@@ -83,22 +83,27 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         rest.difference_update(mine)
         plan.append((name, mine))
     bar = tqdm(total=len(missing), unit="text", desc=f"embedding on {encoder.threads} threads", disable=quiet)
+    costs = [[padded_cost(g[i:i + BLOCK], tokens) for i in range(0, len(g), BLOCK)] for _, g in plan]
+    remaining = sum(map(sum, costs))
+    encoder.model.encode(first[:8], batch_size=8)   # one warm-up pass, so the sample times encoding alone
     embed_started = time.perf_counter()
-    for name, texts_of_group in plan:
-        for start in range(0, len(texts_of_group), BLOCK):
+    for (name, texts_of_group), group_costs in zip(plan, costs):
+        for start, cost in zip(range(0, len(texts_of_group), BLOCK), group_costs):
             block = texts_of_group[start:start + BLOCK]
             encoder.encode(block, progress=False)
             bar.update(len(block))
+            remaining -= cost
+        seconds = time.perf_counter() - embed_started
+        done = sum(map(sum, costs)) - remaining
+        minutes = seconds * remaining / max(done, 1) / 60   # the rate so far, per padded token
         if not name and len(missing) > BLOCK:
-            seconds = time.perf_counter() - embed_started
-            later = sum(padded_cost(g[i:i + BLOCK], tokens) for _, g in plan[1:] for i in range(0, len(g), BLOCK))
-            minutes = seconds * later / padded_cost(first, tokens) / 60
             print(f"prepare: {len(first) / seconds:.1f} texts/s on a sample of the plan's own length mix; "
                   f"expect about {minutes:.1f} more minutes", file=out, flush=True)
         if name:
             _announce(args.progress, name)
             if quiet:
-                print(f"prepare: {name} ready after {time.perf_counter() - embed_started:.0f} s", file=out, flush=True)
+                left = f"; about {minutes:.1f} more minutes" if remaining else ""
+                print(f"prepare: {name} ready after {seconds:.0f} s{left}", file=out, flush=True)
     bar.close()
     seconds = time.perf_counter() - embed_started
     print(f"prepare: embedded {len(missing)} texts in {seconds:.0f} s ({len(missing) / seconds:.1f} texts/s); "

@@ -218,8 +218,11 @@ def _log_requested(texts: Sequence[str]) -> None:
     log = os.environ.get("RAGCOURSE_EMBED_LOG")
     if log:
         where = os.getcwd()
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.writelines(f"{text_key(t)}\t{where}\n" for t in dict.fromkeys(texts))
+        try:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.writelines(f"{text_key(t)}\t{where}\n" for t in dict.fromkeys(texts))
+        except OSError:   # a process that may not write the log (a grader's kernel user) is left out of the check
+            pass
 
 
 def _package_version(name: str) -> str:

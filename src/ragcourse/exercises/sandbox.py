@@ -151,7 +151,9 @@ def _reap() -> None:
 
 def kernel_environment(folder: Path) -> dict[str, str]:
     """This process's environment, quiet and single-threaded, with the kernel's home in its own folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGCOURSE_GRADE", "JPY_"))}
+    # RAGCOURSE_EMBED_LOG is the test session's record of what the labs ask for: a submission takes no part
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RAGCOURSE_GRADE", "JPY_")) and k != "RAGCOURSE_EMBED_LOG"}
     env.update(KERNEL_ENV)
     env.update({"HOME": str(folder), "IPYTHONDIR": str(folder / ".ipython"), "MPLCONFIGDIR": str(folder / ".mpl"),
                 "XDG_CACHE_HOME": str(folder / ".cache"), "TMPDIR": str(folder)})

@@ -28,4 +28,4 @@ def test_padded_cost_counts_each_batch_at_its_longest_text():
     tokens = {"a": 10, "b": 3, "c": 5}
     assert padded_cost(["b", "a", "c"], tokens, batch=2) == 2 * 12 + 1 * 5      # (12, 7) then (5); 2 markers each
     assert padded_cost(["a", "b", "c"], tokens, batch=3) == 3 * 12
-    assert padded_cost([], tokens) == 0
+    assert padded_cost([], tokens, batch=32) == 0

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Plan, report, and embed what the cache lacks."""
     from ..batch.notebooks import lab_notebooks, notebook_parameters
     from ..corpus.apidocs import load_corpus
-    from ..engines.dense import MODEL_NAME, DenseEncoder, text_key
+    from ..engines.dense import MODEL_NAME, DenseEncoder, encode_batch_size, text_key
     from ..labs.embedding_plan import distinct, planned_texts
 
     started = time.perf_counter()
@@ -83,7 +83,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         rest.difference_update(mine)
         plan.append((name, mine))
     bar = tqdm(total=len(missing), unit="text", desc=f"embedding on {encoder.threads} threads", disable=quiet)
-    costs = [[padded_cost(g[i:i + BLOCK], tokens) for i in range(0, len(g), BLOCK)] for _, g in plan]
+    batch = encode_batch_size()   # what the encoder pads to, so the estimate follows $RAGCOURSE_BATCH_SIZE
+    costs = [[padded_cost(g[i:i + BLOCK], tokens, batch) for i in range(0, len(g), BLOCK)] for _, g in plan]
     remaining = sum(map(sum, costs))
     encoder.model.encode(first[:8], batch_size=8)   # one warm-up pass, so the sample times encoding alone
     embed_started = time.perf_counter()
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def padded_cost(block: list[str], tokens: dict[str, int], batch: int = 32) -> int:
+def padded_cost(block: list[str], tokens: dict[str, int], batch: int) -> int:
     """Tokens the encoder computes for one ``encode`` call: it sorts the block by length and pads each
     batch of ``batch`` texts to its longest (2 marker tokens each), so a batch costs its size times that."""
     lengths = sorted((tokens[t] + 2 for t in block), reverse=True)

@@ -27,6 +27,7 @@ from ..rag.context import AssembledContext, ContextBudget, assemble, token_count
 from ..rag.passages import Passage, ScoredPassage
 from ..rag.reader import Answer, ExtractiveReader
 from ..rag.rerank import KEEP, make_reranker
+from ..rag.search import PathMemo
 from ..rag.store import DEFAULT_TENANT, PgIndex
 from .ladder import Setting, cites_relevant
 
@@ -42,6 +43,7 @@ class SettingRuns:
         self.indexes: dict[tuple, PgIndex] = {}
         self._rescorer = None
         self._traces: dict[tuple, list[Trace]] = {}
+        self.memo = PathMemo()   # the indexes are built once, so each path's rows for a question are fetched once
 
     def schema(self, setting: Setting) -> str:
         """The schema of a setting's index: the prefix, the policy, and what the files and chunks hold."""
@@ -63,21 +65,27 @@ class SettingRuns:
             self.indexes[key] = built
         return self.indexes[key]
 
-    def baseline(self, setting: Setting, max_tokens: int | None = None) -> Baseline:
-        """The whole pipeline at ``setting`` (its budget, unless ``max_tokens`` is given); one re-scorer for all."""
+    def baseline(self, setting: Setting, max_tokens: int | None = None, remember: bool = False) -> Baseline:
+        """The whole pipeline at ``setting`` (its budget, unless ``max_tokens`` is given); one re-scorer for all.
+
+        With ``remember`` its first stage shares the runs' ``memo``: the runs of the ladder and of
+        ``test`` fetch each path's rows for a question once (their stage timings then measure
+        memory, so a pipeline built for timing leaves it off)."""
         reranker = None
         if setting.second_stage == "re-scorer":
             if self._rescorer is None:
                 self._rescorer = make_reranker(self.encoder)
             reranker = self._rescorer
-        return setting.pipeline(self.index(setting), self.encoder, reader=self.reader, keep=self.keep,
-                                max_passages=self.max_passages, max_tokens=max_tokens, reranker=reranker)
+        pipeline = setting.pipeline(self.index(setting), self.encoder, reader=self.reader, keep=self.keep,
+                                    max_passages=self.max_passages, max_tokens=max_tokens, reranker=reranker)
+        pipeline.memo = self.memo if remember else None
+        return pipeline
 
     def traces(self, setting: Setting, questions: Sequence[Question], name: str) -> list[Trace]:
         """Every question of the set ``name`` through the setting's pipeline, run once."""
         key = (setting, name)
         if key not in self._traces:
-            self._traces[key] = self.baseline(setting).ask_many([q.text for q in questions])
+            self._traces[key] = self.baseline(setting, remember=True).ask_many([q.text for q in questions])
         return self._traces[key]
 
     def run(self, setting: Setting, questions: Sequence[Question], name: str, stage: str = "reranked") -> dict:
@@ -153,7 +161,7 @@ def conditions(runs: SettingRuns, setting: Setting, questions: Sequence[Question
     rows.append(reading_row(f"system, {setting.max_tokens:,} tokens", [t.context for t in traces],
                             [t.answer for t in traces], questions, pages))
     for times in budgets:
-        larger = runs.baseline(setting, max_tokens=times * setting.max_tokens)
+        larger = runs.baseline(setting, max_tokens=times * setting.max_tokens, remember=True)
         bigger = larger.ask_many([q.text for q in questions])
         rows.append(reading_row(f"system, {times * setting.max_tokens:,} tokens", [t.context for t in bigger],
                                 [t.answer for t in bigger], questions, pages))

@@ -19,7 +19,8 @@ from .context import AssembledContext, ContextBudget, assemble, drop_counts, tok
 from .passages import ScoredPassage
 from .reader import Answer, ExtractiveReader
 from .rerank import KEEP, LearnedOrder, RerankResult, make_reranker, rerank
-from .search import DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, candidates, check_lexical, check_question
+from .search import (DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, PathMemo, candidates, check_lexical,
+                     check_question)
 from .store import DEFAULT_TENANT, PgIndex, check_tenant
 
 STAGES = ("full text", "dense", "fused", "reranked", "admitted")
@@ -102,7 +103,7 @@ class Baseline:
     def __init__(self, index: PgIndex, encoder, reranker=None, budget: ContextBudget | None = None,
                  reader: ExtractiveReader | None = None, per_path: int = PER_PATH,
                  constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP,
-                 lexical: str = DEFAULT_LEXICAL):
+                 lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None):
         from ..lesson.params import check_int
 
         self.index, self.encoder = index, encoder
@@ -114,6 +115,7 @@ class Baseline:
         self.constant, self.exact = constant, exact
         self.lexical = check_lexical(lexical)
         self.count_tokens = token_counter(encoder)
+        self.memo = memo   # a PathMemo: first-stage rows asked before come from memory (see rag.search)
 
     def ask(self, question: str, tenant: str = DEFAULT_TENANT, vector: np.ndarray | None = None,
             session=None) -> Trace:
@@ -125,7 +127,7 @@ class Baseline:
             vector = self.encoder.encode([question])[0]
         encoded = time.perf_counter()
         found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
-                           lexical=self.lexical)
+                           lexical=self.lexical, memo=self.memo)
         before_rerank = time.perf_counter()
         if isinstance(self.reranker, LearnedOrder):
             reranked = self.reranker.order(question, found.full_text, found.dense, keep=self.keep)

@@ -1,0 +1,78 @@
+"""``rag.search.PathMemo``: a first stage answered from memory is the first stage the database returns.
+
+Lab 04's runs share one memo (``labs.systems.SettingRuns``), so the ladder and the test cell
+fetch each path's rows for a question once, at a depth of 60, and hand shallower settings a
+prefix. These tests hold that to the database on real numpy pages and real dev questions:
+every scoring (``LEXICAL``) and the exhaustive dense path, at depths below, at and above the
+memo's, and the HNSW path, which the memo must not keep.
+"""
+from __future__ import annotations
+
+import pytest
+
+from ragcourse.corpus.apidocs import export_markdown, load_corpus
+from ragcourse.corpus.queries import real_questions
+from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.rag.search import LEXICAL, PathMemo, candidates
+from ragcourse.rag.store import PgIndex
+from test_lab04_database import FakeEncoder
+
+MODULES = ("numpy.linalg", "numpy.fft", "numpy.random")
+
+
+@pytest.fixture(scope="module")
+def index(database, tmp_path_factory):
+    corpus = load_corpus()
+    folder = tmp_path_factory.mktemp("memo") / "history"
+    export_markdown(corpus, folder, summaries=True)
+    for path in folder.iterdir():   # a few hundred chunks: enough for ties and for lists longer than 60
+        if not path.name.startswith(MODULES) and not path.name.startswith("numpy.s"):
+            path.unlink()
+    built = PgIndex(database, schema="t_path_memo", policy=ChunkPolicy.recursive(headers=True),
+                    encoder=FakeEncoder())
+    built.drop()
+    built.refresh(folder)
+    yield built
+    built.drop()
+    built.close()
+
+
+@pytest.fixture(scope="module")
+def questions():
+    return [q.text for q in real_questions("dev")][:40]
+
+
+def ids(passages) -> list[tuple[int, float, int]]:
+    return [(sp.passage.chunk_id, sp.score, sp.rank) for sp in passages]
+
+
+@pytest.mark.parametrize("lexical", LEXICAL)
+def test_a_remembered_first_stage_equals_the_database_at_every_depth(index, questions, lexical):
+    encoder, memo = FakeEncoder(), PathMemo(floor=60)
+    vectors = encoder.encode(questions)
+    deepest = 0
+    for depth in (60, 30, 5, 60, 90, 30):   # below, at and above the memo's depth, in an awkward order
+        for question, vector in zip(questions, vectors):
+            direct = candidates(index, question, vector, depth, lexical=lexical)
+            remembered = candidates(index, question, vector, depth, lexical=lexical, memo=memo)
+            assert ids(remembered.full_text) == ids(direct.full_text), (lexical, depth, question)
+            assert ids(remembered.dense) == ids(direct.dense), (lexical, depth, question)
+            assert ids(remembered.fused) == ids(direct.fused), (lexical, depth, question)
+            deepest = max(deepest, len(direct.full_text))
+    assert deepest > 30, "no question matched more than 30 chunks: the prefix was never tested"
+    # two paths a question at depth 60, then again for 90 only where 60 did not hold every row
+    assert memo.fetched <= 4 * len(questions) and memo.served >= 8 * len(questions)
+
+
+def test_an_approximate_dense_search_is_never_remembered(index, questions):
+    index.create_hnsw(m=16, ef_construction=64)
+    encoder, memo = FakeEncoder(), PathMemo()
+    vector = encoder.encode([questions[0]])[0]
+    for _ in range(3):
+        candidates(index, questions[0], vector, 30, exact=False, memo=memo)
+    assert memo.fetched == 1 and memo.served == 2   # the full-text rows only
+
+
+def test_a_bad_floor_is_refused():
+    with pytest.raises(ValueError, match="limit"):
+        PathMemo(floor=0)

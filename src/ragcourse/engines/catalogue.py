@@ -55,7 +55,7 @@ def build_retriever(name: str, corpus=None, summaries: bool = True):
     then lab 01's first BM25 (its default tokens): the retrievers the judged questions were pooled with.
     """
     from ..corpus.apidocs import load_corpus, with_summaries
-    from .chunkers import chunk_corpus, pack_paragraphs, word_windows
+    from .chunkers import chunk_corpus, pack_paragraphs
     from .lexical import full_strength
     from .retrievers import Bm25Retriever, DenseRetriever, LexicalRetriever, TfidfRetriever
 
@@ -72,12 +72,22 @@ def build_retriever(name: str, corpus=None, summaries: bool = True):
         return Bm25Retriever(chunks, full_strength(corpus.documents)) if summaries else Bm25Retriever(chunks)
     if name == "hybrid":
         return hybrid_retriever(corpus, summaries)
-    chunks = chunk_corpus(pages, word_windows, size=60, overlap=20)
+    chunks = windows(corpus, summaries)
     if name == "tfidf":
         return TfidfRetriever(chunks)
     from .dense import DenseEncoder
 
     return DenseRetriever(chunks, DenseEncoder())
+
+
+def windows(corpus, summaries: bool = True) -> list:
+    """The units of ``tfidf`` and ``dense``: lab 02's word windows (60 words, 20 overlap) of the pages, with their
+    summary line unless ``summaries=False`` (as the judged questions' pool was drawn)."""
+    from ..corpus.apidocs import with_summaries
+    from .chunkers import chunk_corpus, word_windows
+
+    pages = with_summaries(corpus.documents) if summaries else corpus.documents
+    return chunk_corpus(pages, word_windows, size=60, overlap=20)
 
 
 def hybrid_retriever(corpus, summaries: bool = True, setting: HybridSetting = HYBRID):

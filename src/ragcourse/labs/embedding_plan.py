@@ -18,6 +18,7 @@ from typing import Iterable, Mapping
 
 from ..corpus.apidocs import ApiCorpus, export_markdown, with_summaries
 from ..corpus.queries import judged_questions, real_questions, self_retrieval, unanswerable_questions
+from ..engines.catalogue import windows
 from ..engines.chunkers import chunk_corpus, word_windows
 from ..engines.splitters import pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, with_header
 from ..rag.ingest import discover, read_source
@@ -41,14 +42,17 @@ def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str
     """Lab 02: whole pages without the summary line (dense self-retrieval); pages and word windows
     (``WINDOW``, ``OVERLAP``) with it (the judged and real questions); and, for the dense smoke test of
     lab 02's exercises, the windows without the summary line of ``LAB02_EXERCISE_MODULES``' pages. The
-    lab's own windows without the summary line are searched by TF-IDF only, so they are not embedded."""
+    lab's own windows without the summary line are searched by TF-IDF only; the in-memory ``dense``
+    retriever's windows without it are planned all the same, because the judged questions' pool was drawn
+    with them and ``tests/corpus/test_pooling.py`` draws it again (``catalogue.windows``)."""
     size, overlap = parameters["WINDOW"], parameters["OVERLAP"]
     kept = with_summaries(corpus.documents)
     subset = [d for d in corpus.documents if d.module in LAB02_EXERCISE_MODULES]
     exercise_size, exercise_overlap = LAB02_EXERCISE_WINDOW
     return ([d.text for d in corpus.documents] + [d.text for d in kept]
             + [c.text for c in chunk_corpus(kept, word_windows, size=size, overlap=overlap)]
-            + [c.text for c in chunk_corpus(subset, word_windows, size=exercise_size, overlap=exercise_overlap)])
+            + [c.text for c in chunk_corpus(subset, word_windows, size=exercise_size, overlap=exercise_overlap)]
+            + [c.text for c in windows(corpus, summaries=False)])
 
 
 def lab03_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:

@@ -6,7 +6,8 @@ A command is a module with ``add_arguments(parser)`` and ``run(args, out) -> int
 ``python -m ragcourse CMD: error: MESSAGE``) and reports a problem that is not in the arguments
 (a database that does not answer, a missing index, a student version that does not run) by
 raising ``CommandError`` (exit status 1: ``python -m ragcourse CMD: MESSAGE``). ``print_error`` prints
-either in that form and gives its status; ``jobs_value`` is the one ``--jobs`` rule.
+either in that form and gives its status; ``jobs_value`` is the one ``--jobs`` rule, ``file_value``
+the one rule for a file a command writes.
 
 It sits here, below both ``cli`` and ``exercises``, because the grader (``exercises.grading``)
 raises the same errors and takes the same ``--jobs`` while nothing may import the command line.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TextIO
 
 USAGE_STATUS = 2
@@ -56,3 +58,13 @@ def whole_number_from(text: str, low: int, high: int) -> int:
 def jobs_value(text: str) -> int:
     """``--jobs``: a whole number from 1 to ``MAX_JOBS``, for every command that takes it."""
     return whole_number_from(text, 1, MAX_JOBS)
+
+
+def file_value(text: str) -> Path:
+    """A file the command will write (``--csv``, ``--keys``...): not a folder, in a folder that exists (a ``type``)."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
+    if not path.parent.resolve().is_dir():
+        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
+    return path

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..batch.contract import UsageError, jobs_value, print_error
+from ..batch.contract import UsageError, file_value, jobs_value, print_error
 from .framework import FAILED, NOT_DONE, NOT_GRADED, PASSED, Verdict, load_set
 from .notebooks import MASTERS_DIR, describe_notebook, master_notebooks
 
@@ -82,20 +82,11 @@ def _existing_path(text: str) -> Path:
     return path
 
 
-def _csv_path(text: str) -> Path:
-    path = Path(text).expanduser()
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
-    if not path.parent.resolve().is_dir():
-        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
-    return path
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``grade`` command's arguments."""
     parser.add_argument("paths", nargs="*", type=_existing_path, metavar="PATH",
                         help="submitted notebooks, or folders of them (searched recursively)")
-    parser.add_argument("--csv", type=_csv_path, default=None, metavar="FILE",
+    parser.add_argument("--csv", type=file_value, default=None, metavar="FILE",
                         help="also write notebook,question,points,max_points,passed rows to FILE")
     parser.add_argument("--solutions", action="store_true",
                         help=f"grade the masters in {MASTERS_DIR.relative_to(MASTERS_DIR.parents[1])}/ instead"

@@ -40,7 +40,6 @@ from .notebooks import MASTERS_DIR, describe_notebook, master_notebooks
 
 DEFAULT_TIMEOUT = 60.0
 CSV_COLUMNS = ("notebook", "question", "points", "max_points", "passed")
-PROG = "python -m ragcourse grade"
 
 
 @dataclass
@@ -457,6 +456,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 
 def _grade(args: argparse.Namespace, out: TextIO) -> int:
+    """Check the combination of arguments, grade, print the report and write the CSV; UsageError if refused."""
     if args.solutions and args.paths:
         raise UsageError("--solutions grades the masters; give no PATH with it")
     if not args.solutions and not args.paths:

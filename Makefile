@@ -41,7 +41,7 @@ refresh: $(STAMP)
 
 ## Regenerate the exercises' student versions from their masters (exercises/masters/ -> notebooks/exercises/)
 exercises: $(STAMP)
-	$(PY) -m ragcourse.exercises.build
+	$(PY) -m ragcourse exercises
 
 ## All tests: package, nbval, documented outputs, hygiene, other seeds, command line, browser
 ## (`prepare` embeds the labs' texts beside the tests that need none; those that need them run last)

@@ -5,19 +5,15 @@ import json
 
 import pytest
 
-from ragcourse.cli.main import main
+from cli_support import run_main
+
 from ragcourse.cli.questions import SETS
 from ragcourse.corpus import queries
 from ragcourse.corpus.apidocs import load_corpus
 
 
 def run(argv, capsys):
-    try:
-        status = main(["questions", *argv])
-    except SystemExit as stop:
-        status = stop.code
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_main(["questions", *argv], capsys)
 
 
 @pytest.fixture(scope="module")

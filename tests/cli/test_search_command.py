@@ -7,18 +7,14 @@ import sys
 
 import pytest
 
-from ragcourse.cli.main import main
+from cli_support import run_main
+
 from ragcourse.cli import search as search_command
 from ragcourse.engines import dense
 
 
 def run(argv, capsys):
-    try:
-        status = main(["search", *argv])
-    except SystemExit as stop:
-        status = stop.code
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run_main(["search", *argv], capsys)
 
 
 @pytest.mark.parametrize("retriever", ["lexical", "bm25", "tfidf", "dense", "hybrid"])

@@ -18,7 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 from typing import TextIO
+
+from ..batch.contract import file_value
 
 BLOCK = 256   # texts per encode call: the unit of the progress bar and of the first rate measurement
 # Groups are embedded in this order, the cheapest first, and each is announced when it is complete
@@ -30,10 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``prepare`` command's arguments."""
     parser.add_argument("--check", action="store_true",
                         help="report what is planned and cached without embedding; status 1 if anything is missing")
-    parser.add_argument("--progress", metavar="FILE", default=None,
+    parser.add_argument("--progress", type=file_value, metavar="FILE", default=None,
                         help="append each group's name (questions, lab 02, lab 04, lab 03) to FILE once all its "
                              "texts are cached (the test session uses it to start what a group makes possible)")
-    parser.add_argument("--keys", metavar="FILE", default=None,
+    parser.add_argument("--keys", type=file_value, metavar="FILE", default=None,
                         help="write the cache key of every planned text to FILE, one per line (the test session "
                              "checks what the labs asked for against it)")
 
@@ -119,7 +122,7 @@ def padded_cost(block: list[str], tokens: dict[str, int], batch: int) -> int:
     return sum(len(lengths[i:i + batch]) * lengths[i] for i in range(0, len(lengths), batch))
 
 
-def _announce(path: str | None, group: str) -> None:
+def _announce(path: Path | None, group: str) -> None:
     """Append ``group`` to the progress file, if one was asked for."""
     if path:
         with open(path, "a", encoding="utf-8") as handle:

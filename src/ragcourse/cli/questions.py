@@ -19,6 +19,8 @@ import json
 import os
 import sys
 
+from ..batch.contract import UsageError
+
 SETS = ("self", "judged", "unanswerable", "real-dev", "real-test")
 OWN_SOURCE = "ragcourse"
 
@@ -44,7 +46,7 @@ def question_set(name: str) -> list:
         return queries.unanswerable_questions()
     if name in ("real-dev", "real-test"):
         return queries.real_questions(name.removeprefix("real-"))
-    raise ValueError(f"argument SET: must be one of {', '.join(SETS)}; got {name!r}")
+    raise UsageError(f"argument SET: must be one of {', '.join(SETS)}; got {name!r}")
 
 
 def question_object(question) -> dict:

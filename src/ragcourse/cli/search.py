@@ -28,7 +28,9 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from ..batch.contract import UsageError, whole_number_from
 from ..engines.catalogue import answers
+from ..engines.dense import ModelUnavailable
 
 RETRIEVERS = ("lexical", "bm25", "tfidf", "dense", "hybrid", "postgres")
 MAX_K = 1000
@@ -36,13 +38,7 @@ MAX_K = 1000
 
 def k_value(text: str) -> int:
     """``-k``: a whole number from 1 to 1000."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_K}; got {text!r}") from None
-    if not 1 <= value <= MAX_K:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to {MAX_K}; got {text!r}")
-    return value
+    return whole_number_from(text, 1, MAX_K)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,20 +57,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def questions_from(args: argparse.Namespace) -> list[str]:
-    """The questions to answer; ValueError (naming the argument) when there are none or both forms."""
+    """The questions to answer; UsageError (naming the argument) when there are none or both forms."""
     if args.file is not None and args.question is not None:
-        raise ValueError("argument QUESTION: give a question or --file, not both")
+        raise UsageError("argument QUESTION: give a question or --file, not both")
     if args.file is not None:
         try:
             lines = args.file.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as error:
-            raise ValueError(f"argument --file: cannot read {str(args.file)!r} as UTF-8 text ({error})") from None
+            raise UsageError(f"argument --file: cannot read {str(args.file)!r} as UTF-8 text ({error})") from None
         questions = [line.strip() for line in lines if line.strip()]
         if not questions:
-            raise ValueError(f"argument --file: {str(args.file)!r} holds no question (one a line)")
+            raise UsageError(f"argument --file: {str(args.file)!r} holds no question (one a line)")
         return questions
     if args.question is None or not args.question.strip():
-        raise ValueError("argument QUESTION: the question is empty; type one, or pass --file")
+        raise UsageError("argument QUESTION: the question is empty; type one, or pass --file")
     return [args.question.strip()]
 
 
@@ -104,16 +100,24 @@ def _answers(name: str, questions: list[str], allowed: frozenset[str] | None = N
 
 
 def run(args: argparse.Namespace, out) -> int:
-    """Answer the questions; the exit status (0). Raises ValueError for bad input, ModelUnavailable."""
+    """Answer the questions; the exit status (0).
+
+    Bad input raises UsageError (or the ValueError of the check that found it); a retriever whose
+    model is not installed is a bad ``--retriever`` (UsageError naming the fix); a database that does
+    not answer, or no index, for ``postgres`` is a command error (exit status 1).
+    """
     questions = questions_from(args)
     allowed = allowed_pages(args)
-    if args.retriever == "postgres":
-        from .postgres import postgres_document_hits
-        from ..rag.search import check_question
+    try:
+        if args.retriever == "postgres":
+            from .postgres import postgres_document_hits
+            from ..rag.search import check_question
 
-        answers = postgres_document_hits([check_question(q) for q in questions])
-    else:
-        answers = _answers(args.retriever, questions, allowed)
+            answers = postgres_document_hits([check_question(q) for q in questions])
+        else:
+            answers = _answers(args.retriever, questions, allowed)
+    except ModelUnavailable as error:
+        raise UsageError(f"--retriever {args.retriever}: {error}") from None
     for question, hits in zip(questions, answers):
         top = [h for h in hits if allowed is None or h.doc_id in allowed][:args.k]
         if args.file is not None or args.json:

@@ -1,28 +1,28 @@
 """``make exercises``: every student version regenerated from its master and executed from a fresh kernel.
 
-    python -m ragcourse.exercises.build [NAME ...]
+    python -m ragcourse exercises [NAME ...]
 
 For each master in ``exercises/masters/`` and ``exercises/masters/labs/`` (or the sets named),
 the student version is made (``notebooks.student_version``), executed top to bottom in a fresh
 kernel of this Python with the notebook's folder as working directory, and written to
 ``notebooks/exercises/`` (a lab's to ``notebooks/exercises/labs/``)
 with its outputs (every check reads "not done yet") and execution counts 1..n, no timing
-metadata. A cell that raises stops the build with exit status 1: a student version must run
-top to bottom. Exit status 2 for an unknown set name.
+metadata. A cell that raises stops the build with exit status 1 (``BuildError``, a command error):
+a student version must run top to bottom. Exit status 2 for an unknown set name (``UsageError``).
 """
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from ..batch.contract import CommandError, UsageError
 from .notebooks import MASTERS_DIR, STUDENT_DIR, master_notebooks, student_path, student_version
 
 BUILD_SECONDS = 300.0
 
 
-class BuildError(RuntimeError):
-    """A student version that does not run top to bottom."""
+class BuildError(CommandError):
+    """A student version that does not run top to bottom (exit status 1)."""
 
 
 def build_student(master_path: Path, out_dir: Path = STUDENT_DIR, seconds: float = BUILD_SECONDS):
@@ -45,29 +45,22 @@ def build_student(master_path: Path, out_dir: Path = STUDENT_DIR, seconds: float
     return nb
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Regenerate the student versions; print one line per notebook written."""
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``exercises`` command's arguments."""
+    parser.add_argument("names", nargs="*", metavar="NAME", help="exercise sets to build (default: every master)")
+
+
+def run(args: argparse.Namespace, out) -> int:
+    """Regenerate the student versions; print one line per notebook written. BuildError when one fails."""
     import nbformat
 
-    parser = argparse.ArgumentParser(prog="python -m ragcourse.exercises.build", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", metavar="NAME", help="exercise sets to build (default: every master)")
-    args = parser.parse_args(argv)
     masters = master_notebooks()
     unknown = [name for name in args.names if name not in masters]
     if unknown:
-        parser.error(f"no master for {', '.join(unknown)} in {MASTERS_DIR}; there are {', '.join(masters)}")
+        raise UsageError(f"argument NAME: no master for {', '.join(unknown)} in {MASTERS_DIR}; there are "
+                         f"{', '.join(masters)}")
     for name in args.names or list(masters):
-        target = student_path(name)
-        try:
-            nb = build_student(masters[name], target.parent)
-        except BuildError as error:
-            print(f"{parser.prog}: {error}", file=sys.stderr)
-            return 1
-        nbformat.write(nb, target)
-        print(f"wrote {target.relative_to(STUDENT_DIR.parents[1])}")
+        target = student_path(name, STUDENT_DIR)
+        nbformat.write(build_student(masters[name], target.parent), target)
+        print(f"wrote {target.relative_to(STUDENT_DIR.parents[1])}", file=out, flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

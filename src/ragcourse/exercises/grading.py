@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..batch.contract import UsageError, file_value, jobs_value, print_error
 from .framework import FAILED, NOT_DONE, NOT_GRADED, PASSED, Verdict, load_set
 from .notebooks import MASTERS_DIR, describe_notebook, master_notebooks
 
 DEFAULT_TIMEOUT = 60.0
 CSV_COLUMNS = ("notebook", "question", "points", "max_points", "passed")
-PROG = "python -m ragcourse grade"
 
 
 @dataclass
@@ -74,16 +74,6 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 64; got {text!r}")
-    return value
-
-
 def _existing_path(text: str) -> Path:
     path = Path(text).expanduser()
     if not path.exists():
@@ -91,27 +81,18 @@ def _existing_path(text: str) -> Path:
     return path
 
 
-def _csv_path(text: str) -> Path:
-    path = Path(text).expanduser()
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name")
-    if not path.parent.resolve().is_dir():
-        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
-    return path
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``grade`` command's arguments."""
     parser.add_argument("paths", nargs="*", type=_existing_path, metavar="PATH",
                         help="submitted notebooks, or folders of them (searched recursively)")
-    parser.add_argument("--csv", type=_csv_path, default=None, metavar="FILE",
+    parser.add_argument("--csv", type=file_value, default=None, metavar="FILE",
                         help="also write notebook,question,points,max_points,passed rows to FILE")
     parser.add_argument("--solutions", action="store_true",
                         help=f"grade the masters in {MASTERS_DIR.relative_to(MASTERS_DIR.parents[1])}/ instead"
                              " (they must pass every question); takes no PATH")
     parser.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"time limit per notebook, and per question's check (default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+    parser.add_argument("--jobs", type=jobs_value, default=1, metavar="N",
                         help="notebooks graded at once, one kernel each (default 1)")
     parser.add_argument("--as-user", default=None, metavar="NAME",
                         help="when grading as root, run the kernels as this user (default: nobody, where it can"
@@ -214,7 +195,7 @@ def hard_limit(name: str, seconds: float) -> float:
 
 
 def kernel_user(as_user: str | None, out: TextIO | None = None, folder: Path | None = None):
-    """The account kernels run as (None: the grader's own); ValueError saying what to fix for a bad ``--as-user``.
+    """The account kernels run as (None: the grader's own); UsageError saying what to fix for a bad ``--as-user``.
 
     The account must be able to run this Python, import the course and work in ``folder`` (the
     run's temporary folder); when the default account cannot, the kernels run as the grader.
@@ -224,14 +205,14 @@ def kernel_user(as_user: str | None, out: TextIO | None = None, folder: Path | N
     try:
         user = account(as_user)
     except (KeyError, PermissionError) as error:
-        raise ValueError(str(error).strip("'\"")) from None
+        raise UsageError(str(error).strip("'\"")) from None
     if user is None:
         return None
     reason = cannot_run_as(user, folder)
     if reason is None:
         return user
     if as_user is not None:
-        raise ValueError(f"--as-user {as_user}: {reason}; make the environment readable by that user, or name"
+        raise UsageError(f"--as-user {as_user}: {reason}; make the environment readable by that user, or name"
                          " another")
     if out is not None:
         print(f"note: the kernels run as root, not as {user.name}: {reason} (see README.md, Exercises)", file=out)
@@ -461,43 +442,39 @@ def _signals_held():
             signal.signal(number, handler)
 
 
-def _usage_error(prog: str, message: str) -> int:
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    return 2
-
-
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Grade what ``args`` names; 0 when grading finished, 2 for bad arguments."""
-    out = out or sys.stdout
-    prog = getattr(args, "grade_prog", PROG)
-    paths = list(getattr(args, "paths", []) or [])
-    if args.solutions and paths:
-        return _usage_error(prog, "--solutions grades the masters; give no PATH with it")
-    if not args.solutions and not paths:
-        return _usage_error(prog, "give at least one PATH (a notebook or a folder), or --solutions")
-    missing = [str(p) for p in paths if not Path(p).exists()]
-    if missing:
-        return _usage_error(prog, f"argument PATH: {', '.join(map(repr, missing))} does not exist")
-    seconds = getattr(args, "timeout", DEFAULT_TIMEOUT)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
-        return _usage_error(prog, f"argument --timeout: must be a number of seconds above 0; got {seconds!r}")
-    files = list(master_notebooks().values()) if args.solutions else submissions([Path(p) for p in paths])
+    """The ``grade`` command: grade what ``args`` names; 0 when grading finished.
+
+    A bad combination of arguments (or a bad ``--as-user``, found before anything runs) is a
+    UsageError, reported as the command line reports one (``batch.contract.print_error``, exit status 2),
+    also when this is called on its own.
+    """
+    try:
+        return _grade(args, out or sys.stdout)
+    except UsageError as error:
+        return print_error(error, args.grade_prog)
+
+
+def _grade(args: argparse.Namespace, out: TextIO) -> int:
+    """Check the combination of arguments, grade, print the report and write the CSV; UsageError if refused."""
+    if args.solutions and args.paths:
+        raise UsageError("--solutions grades the masters; give no PATH with it")
+    if not args.solutions and not args.paths:
+        raise UsageError("give at least one PATH (a notebook or a folder), or --solutions")
+    files = list(master_notebooks().values()) if args.solutions else submissions(args.paths)
     if not files:
-        return _usage_error(prog, "no files to grade" + (f" in {MASTERS_DIR}" if args.solutions else ""))
-    print(f"grading {len(files)} file{'s' if len(files) != 1 else ''}, time limit {seconds:g} s each", file=out,
+        raise UsageError("no files to grade" + (f" in {MASTERS_DIR}" if args.solutions else ""))
+    print(f"grading {len(files)} file{'s' if len(files) != 1 else ''}, time limit {args.timeout:g} s each", file=out,
           flush=True)
     previous = {number: signal.signal(number, _terminated) for number in (signal.SIGTERM, signal.SIGHUP)} \
         if _main_thread() else {}
     try:
-        results = grade_files([Path(p) for p in files], seconds, getattr(args, "jobs", 1) or 1,
-                              getattr(args, "as_user", None), out)
-    except ValueError as error:   # a bad --as-user, found before anything ran
-        return _usage_error(prog, str(error))
+        results = grade_files(files, args.timeout, args.jobs, args.as_user, out)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
     report(results, out, args.solutions)
     if args.csv is not None:
-        write_csv(results, Path(args.csv))
-        print(f"wrote {_shown_path(Path(args.csv))}", file=out)
+        write_csv(results, args.csv)
+        print(f"wrote {_shown_path(args.csv)}", file=out)
     return 0

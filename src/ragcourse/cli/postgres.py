@@ -33,7 +33,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..rag.ingest import DEFAULT_POLICY, POLICIES, WINDOW_OVERLAP, WINDOW_TOKENS
+from ..rag.ingest import DEFAULT_POLICY, POLICIES, WINDOW_TOKENS
 
 DEFAULT_SCHEMA = "ragcourse"
 

@@ -37,7 +37,8 @@ def test_the_searched_chunks_keep_every_summary_line_and_the_pooled_ones_none(re
     from ragcourse.engines.catalogue import build_retriever
 
     corpus = load_corpus()
-    flat = lambda text: " ".join(text.split())   # windows join words with single spaces
+    def flat(text):   # windows join words with single spaces
+        return " ".join(text.split())
 
     def pages(chunks):
         joined: dict[str, str] = {}

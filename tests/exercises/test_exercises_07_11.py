@@ -332,12 +332,13 @@ def test_the_asked_numbers_are_never_revealed(name, key):
 @pytest.mark.parametrize("seed", [20260218, 20260219, 7])
 def test_lesson_07_reference_is_the_packaged_pipeline(seed):
     """The two columns the checks compare with are those of ``run_linking``, the package's pipeline."""
+    from ragcourse.exercises import reference
     from ragcourse.exercises.part2 import lesson07
     from ragcourse.retrieval.linking import run_linking
 
     for setup in ("retrieval", "wrong chunks"):
-        model = lesson07.in_domain(seed) if setup == "retrieval" else lesson07.in_domain(seed).with_settings(
+        model = reference.rag_model(seed) if setup == "retrieval" else reference.rag_model(seed).with_settings(
             in_domain=False)
         for k in (1, 3):
-            run = run_linking(lesson07.chunks_of(seed), lesson07.rag_world(seed).queries, model, seed, k=k)
+            run = run_linking(reference.rag_chunks(seed), reference.rag_world(seed).queries, model, seed, k=k)
             assert lesson07.setup_columns(seed, setup, k) == (run.recall, run.generation)

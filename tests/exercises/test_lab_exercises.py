@@ -28,7 +28,7 @@ from ragcourse.engines.retrievers import Bm25Retriever, HybridRetriever, collaps
 from ragcourse.engines.tfidf import tfidf_tokens
 from ragcourse.corpus.queries import judgements
 from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, is_lab_set, load_set, set_number
-from ragcourse.exercises.labs import lab01, lab02, lab03, lab04
+from ragcourse.exercises.labs import lab01, lab02, lab03
 from ragcourse.exercises.notebooks import MASTER_ONLY_TAG, describe_notebook, student_path
 from ragcourse.rag.store import Check
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from ragcourse.rag import store as store_module
 from ragcourse.rag.baseline import STAGES, Baseline
 from ragcourse.rag.database import URL_VARIABLE, DatabaseUnavailable, open_database
+from ragcourse.rag.health import CHECKS, WINDOW
 from ragcourse.engines.dense import DIMENSION, EncodeStats
 from ragcourse.rag.ingest import ChunkPolicy
 from ragcourse.rag.store import PgIndex, counts_by_tenant
@@ -764,6 +765,60 @@ def test_health_fails_exactly_the_check_for_the_fault(make_index, corpus, fault,
     assert report.failed == [e.format(chunker=SMALL.version, embedding=index.embedding_version) for e in expected]
     assert [c.found for c in report.checks if not c.passed] == [1] * len(expected)
     assert "FAILED: " + report.failed[0] in report.lines()[-1]
+
+
+SQL_CHECKS = [pytest.param(check, id=check.label.split(" (")[0]) for check in CHECKS if check.sql is not None]
+
+
+def run_check(index: PgIndex, query: str, scope: dict) -> list[tuple]:
+    with index.connection.transaction():
+        return index.connection.execute(index.sql(query), scope).fetchall()
+
+
+def test_every_row_of_the_health_table_is_tripped_by_a_fault_of_its_own():
+    """A check added to ``health.CHECKS`` without a fault that fails it (here or, for the encoder's window, in
+    ``test_full_text_names.py``) fails this test."""
+    expected = [p.values[1] for p in HEALTH_FAULTS]
+    faulted = {label for e in expected for label in ((e,) if isinstance(e, str) else e)}
+    assert {check.label for check in CHECKS} == faulted | {WINDOW}
+    assert [check.label for check in CHECKS if check.note] == [WINDOW]
+
+
+@pytest.mark.parametrize("check", SQL_CHECKS)
+def test_each_health_query_runs_on_a_real_index(make_index, corpus, check):
+    """On a clean index each row's count is 0 and its sample empty, for every tenant and for each one."""
+    index = make_index(tenant_of=two_tenants)
+    index.refresh(corpus)
+    for tenant in (None, "a", "b"):
+        scope = dict(index.scope, tenant=tenant)
+        assert run_check(index, check.sql, scope) == [(0,)]
+        assert check.sample is None or run_check(index, check.sample, scope) == []
+
+
+@pytest.mark.parametrize("fault, expected", [p for p in HEALTH_FAULTS if p.values[0] not in (
+    file_edited, file_deleted, file_replaced_by_directory)])
+def test_a_fault_in_one_tenant_fails_its_check_there_and_nowhere_else(make_index, database, corpus, fault, expected):
+    """Each query's count agrees with its sample, and finds the fault (every one is in tenant a's rows) for every
+    tenant of the index but not for tenant b; b's own health passes."""
+    index = make_index(tenant_of=two_tenants)
+    index.refresh(corpus)
+    fault(index, corpus)
+    expected = (expected,) if isinstance(expected, str) else expected
+    labels = {"chunker": SMALL.version, "embedding": index.embedding_version}
+    for check in CHECKS:
+        if check.sql is None:
+            continue
+        tripped = check.label.format(**labels, window=None) in [e.format(**labels) for e in expected]
+        for tenant, found in ((None, tripped), ("b", False)):
+            count, = run_check(index, check.sql, dict(index.scope, tenant=tenant))[0]
+            assert (count > 0) == found, (check.label, tenant, count)
+            if check.sample is not None:
+                assert len(run_check(index, check.sample, dict(index.scope, tenant=tenant))) == count
+    only_b = PgIndex(database, schema=index.schema, policy=SMALL, encoder=FakeEncoder(), tenant="b")
+    try:
+        assert only_b.health(corpus).passed, only_b.health(corpus).lines()
+    finally:
+        only_b.close()
 
 
 def test_health_defaults_to_the_corpus_root_of_the_last_refresh(make_index, corpus):

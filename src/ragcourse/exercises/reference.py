@@ -1,9 +1,15 @@
-"""The package's reference pieces, built once per seed, that the checks compare a student's work with.
+"""The reference worlds the checks compare a student's work with, built once per seed.
 
-Everything here is what a lesson computes, called through the package's own functions
-(``build_world``, ``EmbeddingModel``, ``EmbeddingIndex``, ``build_bucket_index``,
-``reciprocal_rank_fusion``...), cached because a check asks for the same seed several times.
-The seeds a check tries besides the course seed are ``OTHER_SEEDS``.
+Lessons 01-06: ``world`` (first edition), ``model`` and the documents' and queries' unit
+vectors. Lessons 07-16: ``rag_world`` (second edition), its paragraph chunks
+(``rag_chunks``), the in-domain embedding (``rag_model``), those chunks embedded
+(``indexed_chunks``), the hybrid retriever over them (``hybrid_retriever``) and each
+question's best chunks by it (``hybrid_candidates``). Each is built by the package's own
+functions (``build_world``, ``paragraph_chunks``, ``EmbeddingModel``, ``index_chunks``,
+``HybridRetriever``, ``candidate_lists``) and cached, because a check asks for the same seed
+several times. Besides: the seeds a check tries besides the course seed (``OTHER_SEEDS``),
+draws from the course generator (``uniform_draws``) and an order drawn from a seed
+(``shuffled``).
 """
 from __future__ import annotations
 
@@ -11,8 +17,10 @@ from functools import lru_cache
 from typing import Sequence
 
 from .. import COURSE_SEED
-from ..world.concepts import FIRST_EDITION
-from ..world.corpus import World, build_world
+from ..retrieval.candidates import candidate_lists
+from ..retrieval.pipeline import HybridRetriever, IndexedChunk, index_chunks
+from ..world.concepts import FIRST_EDITION, SECOND_EDITION
+from ..world.corpus import Chunk, World, build_world, paragraph_chunks
 from ..world.embedding import EmbeddingModel
 from ..world.rng import make_rng
 
@@ -46,6 +54,44 @@ def query_vectors(seed: int, dim: int = DIM) -> tuple[tuple[float, ...], ...]:
     """Unit embeddings of the forty queries (model of ``seed``)."""
     embedding = model(seed, dim)
     return tuple(tuple(embedding.embed(q.text)) for q in world(seed).queries)
+
+
+@lru_cache(maxsize=8)
+def rag_world(seed: int) -> World:
+    """The world of lessons 07-16 at ``seed`` (second edition)."""
+    return build_world(seed, SECOND_EDITION)
+
+
+@lru_cache(maxsize=8)
+def rag_chunks(seed: int) -> tuple[Chunk, ...]:
+    """The paragraph chunks of ``rag_world(seed)``."""
+    current = rag_world(seed)
+    return tuple(paragraph_chunks(current.documents, current.edition))
+
+
+@lru_cache(maxsize=8)
+def rag_model(seed: int) -> EmbeddingModel:
+    """The in-domain embedding of lessons 07-16: projection seed ``seed``, ``DIM`` numbers."""
+    return EmbeddingModel(rag_world(seed).edition, projection_seed=seed, dim=DIM)
+
+
+@lru_cache(maxsize=8)
+def indexed_chunks(seed: int) -> tuple[IndexedChunk, ...]:
+    """``rag_chunks(seed)`` embedded by ``rag_model(seed)``, each with its token bag."""
+    return tuple(index_chunks(rag_chunks(seed), rag_model(seed)))
+
+
+@lru_cache(maxsize=8)
+def hybrid_retriever(seed: int) -> HybridRetriever:
+    """The hybrid retriever of lessons 11-13 over ``indexed_chunks(seed)``."""
+    return HybridRetriever(rag_model(seed), indexed_chunks(seed))
+
+
+@lru_cache(maxsize=16)
+def hybrid_candidates(seed: int, depth: int) -> tuple[tuple[IndexedChunk, ...], ...]:
+    """Each question's ``depth`` best chunks by ``hybrid_retriever(seed)``, best first."""
+    return tuple(tuple(candidates) for candidates in
+                 candidate_lists(hybrid_retriever(seed), rag_world(seed).queries, depth))
 
 
 def uniform_draws(seed: int, count: int) -> list[float]:

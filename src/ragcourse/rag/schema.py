@@ -1,4 +1,4 @@
-"""Lab 04's index as data: the DDL, the roles and row-level-security policies, and the health checks' SQL.
+"""Lab 04's index as data: the DDL, the roles and the row-level-security policies (the health checks: ``health``).
 
 Every statement names the schema as ``{s}`` (and the identifier-aware text-search
 configuration as ``{names}``); ``PgIndex.sql`` and ``PgIndex.ddl`` fill them in with
@@ -136,79 +136,3 @@ def policies() -> list[tuple[str, str]]:
 
 
 READ_TABLES = "{s}.tenants, {s}.sources, {s}.chunks, {s}.lexemes, {s}.collection"
-
-# -- health checks ------------------------------------------------------------------------------
-# Each query takes %(tenant)s: NULL for every tenant of the index, or one tenant's name (its rows only).
-IN_SCOPE = "(%(tenant)s::text IS NULL OR {t}.tenant = %(tenant)s)"
-
-
-def scoped(query: str) -> str:
-    """``query`` with ``{in_c}`` / ``{in_s}`` as the scope condition on ``c`` (chunks) / ``s`` (sources)."""
-    return query.replace("{in_c}", IN_SCOPE.format(t="c")).replace("{in_s}", IN_SCOPE.format(t="s"))
-
-
-HEALTH = {   # name -> SQL (lists return their first column; counts one number)
-    "sources": "SELECT count(*) FROM {s}.sources s WHERE {in_s}",
-    "chunks": "SELECT count(*) FROM {s}.chunks c WHERE {in_c}",
-    "orphans": "SELECT c.chunk_id::text FROM {s}.chunks c LEFT JOIN {s}.sources s USING (source_id) "
-               "WHERE s.source_id IS NULL AND {in_c} ORDER BY 1",
-    "empty_sources": "SELECT s.path FROM {s}.sources s WHERE {in_s} AND NOT EXISTS "
-                     "(SELECT 1 FROM {s}.chunks c WHERE c.source_id = s.source_id) ORDER BY 1",
-    "chunkers": "SELECT DISTINCT chunker FROM {s}.chunks c WHERE chunker <> %(chunker)s AND {in_c} ORDER BY 1",
-    "wrong_chunker": "SELECT count(*) FROM {s}.chunks c WHERE chunker <> %(chunker)s AND {in_c}",
-    "wrong_embedding": "SELECT count(*) FROM {s}.chunks c WHERE embedding_version IS DISTINCT FROM %(embedding)s "
-                       "AND {in_c}",
-    "versions": "SELECT DISTINCT coalesce(embedding_version, 'none') FROM {s}.chunks c "
-                "WHERE embedding_version IS DISTINCT FROM %(embedding)s AND {in_c} ORDER BY 1",
-    "no_vector": "SELECT count(*) FROM {s}.chunks c WHERE embedding IS NULL AND {in_c}",
-    "bad_spans": "SELECT s.path || '#' || c.ordinal FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
-                 "WHERE (c.end_char <= c.start_char OR length(c.text) <> c.end_char - c.start_char) AND {in_c} "
-                 "ORDER BY 1",
-    # over the chunks of a stored source (an orphan chunk is its own check's finding)
-    "stale_statistics": "SELECT tenant FROM (SELECT c.tenant, count(*) AS n, sum(c.code_length) AS total "
-                        "FROM {s}.chunks c JOIN {s}.sources USING (source_id) GROUP BY c.tenant) t "
-                        "FULL JOIN {s}.collection USING (tenant) WHERE (collection.chunks IS DISTINCT FROM t.n "
-                        "OR collection.total_length IS DISTINCT FROM t.total) "
-                        "AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s) ORDER BY 1",
-    # lexeme counts that differ from a recount of the chunks (the collection row can match while they do not)
-    "stale_lexemes": "SELECT DISTINCT tenant FROM ((SELECT c.tenant, u.lexeme, count(*)::integer AS chunks "
-                     "FROM {s}.chunks c JOIN {s}.sources USING (source_id), unnest(c.code_text) u "
-                     "GROUP BY 1, 2) EXCEPT ALL (SELECT tenant, lexeme, chunks FROM {s}.lexemes) UNION ALL "
-                     "((SELECT tenant, lexeme, chunks FROM {s}.lexemes) EXCEPT ALL (SELECT c.tenant, u.lexeme, "
-                     "count(*)::integer FROM {s}.chunks c JOIN {s}.sources USING (source_id), unnest(c.code_text) u "
-                     "GROUP BY 1, 2))) d WHERE (%(tenant)s::text IS NULL OR tenant = %(tenant)s) ORDER BY 1",
-    # sources to write again: no chunk, a span that does not match its text, or (with an encoder) no vector
-    "damaged_sources": "SELECT s.path FROM {s}.sources s WHERE {in_s} AND (NOT EXISTS (SELECT 1 FROM {s}.chunks c "
-                       "WHERE c.source_id = s.source_id) OR EXISTS (SELECT 1 FROM {s}.chunks c WHERE "
-                       "c.source_id = s.source_id AND (c.end_char <= c.start_char OR length(c.text) <> "
-                       "c.end_char - c.start_char OR (%(encoded)s AND c.embedding IS NULL))))",
-    "stored": "SELECT path, content_hash FROM {s}.sources s WHERE {in_s} ORDER BY path",
-    "texts": "SELECT s.path || '#' || c.ordinal, CASE WHEN c.header = '' THEN c.text "
-             "ELSE c.header || E'\\n' || c.text END FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
-             "WHERE {in_c} ORDER BY s.path, c.ordinal",
-}
-HEALTH = {name: scoped(query) for name, query in HEALTH.items()}
-
-# What repairs each check (``HealthReport.lines`` turns these into commands): refresh, refresh with a
-# policy that fits the encoder's window, or a change to the files first.
-REPAIRS = {
-    "chunks without a source": "refresh",
-    "sources without a chunk": "refresh",
-    "chunks not made by": "refresh",
-    "chunks not embedded by": "refresh",
-    "chunks without an embedding": "refresh",
-    "chunk spans that do not match their text": "refresh",
-    "chunks longer than the encoder's window": "policy",
-    "tenants whose BM25 term statistics": "refresh",
-    "sources whose file is missing": "refresh",
-    "sources whose file cannot be read": "files",
-    "sources whose file changed": "refresh",
-}
-
-
-def repair_of(check_name: str) -> str:
-    """``refresh``, ``policy`` or ``files``: what repairs the check of that name."""
-    for start, repair in REPAIRS.items():
-        if check_name.startswith(start):
-            return repair
-    return "refresh"

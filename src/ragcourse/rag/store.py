@@ -28,9 +28,9 @@ a failure leaves the index empty, as it was. Only a file that is absent removes 
 rows; one that cannot be read or decoded keeps them (a failed observation is not absence)
 and is reported. Row-level security keeps each tenant to its own rows: queries run as the
 tenant's own reader role (``schema.reader_role``), and the policies take the tenant from
-the role, so a reader cannot choose another (``schema``'s docstring). The DDL, the policies
-and the health checks' SQL are data in ``schema``; the privileges ``create`` needs are
-checked first by ``privileges.require``; the reports are ``health``'s.
+the role, so a reader cannot choose another (``schema``'s docstring). The DDL and the
+policies are data in ``schema``, the health checks a table in ``health`` (with the reports);
+the privileges ``create`` needs are checked first by ``privileges.require``.
 """
 from __future__ import annotations
 
@@ -42,13 +42,13 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from .database import Database, check_schema
+from .health import (CHECKS, CHUNKS, DAMAGED_SOURCES, SOURCES, STALE_TENANTS, STORED, TEXTS, Check, HealthReport,
+                     RefreshReport, absent, file_status)
 from .ingest import ChunkPolicy, Skipped, SourceFile, discover, read_all
-
-from .health import Check, HealthReport, RefreshReport, _absent, _file_status
 from .privileges import require
-from .schema import (DDL, DEFAULT_TENANT, DIMENSION, HEALTH, LEXEME_COUNT, NAMES_CONFIGURATION, OLD_POLICY, POLICY,
-                     READ_TABLES, READER_ROLE, SCHEMA_VERSION, SPLIT_NAMES, TENANT_PATTERN, TENANT_TABLES, TEXT_INDEXES,
-                     check_tenant, policies, reader_role, repair_of)
+from .schema import (DDL, DEFAULT_TENANT, DIMENSION, LEXEME_COUNT, NAMES_CONFIGURATION, OLD_POLICY, POLICY, READ_TABLES,
+                     READER_ROLE, SCHEMA_VERSION, SPLIT_NAMES, TENANT_PATTERN, TENANT_TABLES, TEXT_INDEXES,
+                     check_tenant, policies, reader_role)
 
 __all__ = ["DEFAULT_TENANT", "DIMENSION", "READER_ROLE", "SCHEMA_VERSION", "SPLIT_NAMES", "TENANT_PATTERN",
            "TENANT_TABLES", "TEXT_INDEXES", "Check", "HealthReport", "PgIndex", "RefreshReport", "check_tenant",
@@ -224,7 +224,7 @@ class PgIndex:
                 "SELECT DISTINCT s.path FROM {s}.chunks c JOIN {s}.sources s USING (source_id) "
                 "WHERE (c.chunker <> %(chunker)s OR c.embedding_version IS DISTINCT FROM %(embedding)s) "
                 "AND (%(tenant)s::text IS NULL OR s.tenant = %(tenant)s)"), self.scope).fetchall()
-            damaged = self.connection.execute(self.sql(HEALTH["damaged_sources"]), self.scope).fetchall()
+            damaged = self.connection.execute(self.sql(DAMAGED_SOURCES), self.scope).fetchall()
         return {path for (path,) in rows} | {path for (path,) in damaged}
 
     def corpus_root(self) -> str | None:
@@ -284,7 +284,7 @@ class PgIndex:
         chunks_written, embedded = self._write_sources(pending, progress, first_load=bool(pending) and self._empty())
         removed, listed = [], set(paths)
         for path in sorted(set(stored) - seen):
-            if path in listed or _absent(root / path):   # vanished when read, or nothing there
+            if path in listed or absent(root / path):   # vanished when read, or nothing there
                 removed.append(path)
             else:  # there, but not a regular file (a directory, say): a failed observation keeps the rows
                 skipped.append(Skipped(path, "unreadable (not a regular file)"))
@@ -318,8 +318,7 @@ class PgIndex:
                 "DELETE FROM {s}.chunks c WHERE NOT EXISTS (SELECT 1 FROM {s}.sources s WHERE s.source_id = "
                 "c.source_id)")).rowcount
             every = dict(self.scope, tenant=None)
-            stale = (self.connection.execute(self.sql(HEALTH["stale_statistics"]), every).fetchone() or
-                     self.connection.execute(self.sql(HEALTH["stale_lexemes"]), every).fetchone())
+            stale = self.connection.execute(self.sql(STALE_TENANTS), every).fetchone()
             if orphans or stale:
                 self._count_all_terms()
         with self.connection.transaction():
@@ -476,51 +475,41 @@ class PgIndex:
 
     # -- health -----------------------------------------------------------------------------
     def health(self, root: str | Path | None = None) -> HealthReport:
-        """Every health check (of this index's tenant only, with ``tenant``); ``root`` defaults to the corpus
-        root the index was last refreshed from. Each check's ``repair`` names what repairs it."""
+        """Every health check of ``health.CHECKS``, in its order (of this index's tenant only, with ``tenant``);
+        ``root`` defaults to the corpus root the index was last refreshed from."""
         connection = self.connection
         root = Path(root) if root is not None else Path(self.corpus_root() or ".")
-        scope = self.scope
+        scope, window = self.scope, self.encoder_window()
+        labels = {"chunker": self.policy.version, "embedding": self.embedding_version or "no model", "window": window}
+        checks = []
         with connection.transaction():
-            count = lambda name: connection.execute(self.sql(HEALTH[name]), scope).fetchone()[0]  # noqa: E731
-            listing = lambda name: [r[0] for r in connection.execute(self.sql(HEALTH[name]), scope)]  # noqa: E731
-            n_sources, n_chunks = count("sources"), count("chunks")
-            orphans, empty_sources, chunkers = listing("orphans"), listing("empty_sources"), listing("chunkers")
-            wrong_chunker, wrong_embedding = count("wrong_chunker"), count("wrong_embedding")
-            versions = listing("versions")
-            no_vector = count("no_vector") if self.encoder else 0
-            bad_spans = listing("bad_spans")
-            stored = connection.execute(self.sql(HEALTH["stored"]), scope).fetchall()
-            stale_statistics = sorted(set(listing("stale_statistics")) | set(listing("stale_lexemes")))
-            texts = connection.execute(self.sql(HEALTH["texts"]), scope).fetchall() if self.encoder is not None else []
-        window, too_long = self.encoder_window(), []
+            run = lambda query: connection.execute(self.sql(query), scope)  # noqa: E731
+            n_sources, n_chunks = run(SOURCES).fetchone()[0], run(CHUNKS).fetchone()[0]
+            measured = self._measure(root, run(STORED).fetchall(),
+                                     run(TEXTS).fetchall() if self.encoder is not None else [], window)
+            for check in CHECKS:
+                if check.sql is None:
+                    found, examples = len(measured[check.measure]), measured[check.measure][:3]
+                elif check.encoded and self.encoder is None:
+                    found, examples = 0, []
+                else:
+                    found = run(check.sql).fetchone()[0]
+                    examples = [row[0] for row in run(check.sample + " LIMIT 3")] if found and check.sample else []
+                checks.append(Check(check.label.format(**labels), found == 0, found, tuple(examples), check.repair,
+                                    check.note))
+        return HealthReport(tuple(checks), n_sources, n_chunks)
+
+    def _measure(self, root: Path, stored: Sequence[tuple[str, str]], texts: Sequence[tuple[str, str]],
+                 window: int | None) -> dict[str, list[str]]:
+        """What the checks without SQL find: ``window`` (chunks over the encoder's window, with their tokens)
+        and each ``file_status`` but ``ok`` (the stored sources whose file is missing, unreadable or changed)."""
+        measured: dict[str, list[str]] = {"window": [], "missing": [], "unreadable": [], "changed": []}
         if window is not None and texts:
             counts = self.encoder.token_counts([text for _, text in texts])
-            too_long = [f"{citation} ({n} tokens)" for (citation, _), n in zip(texts, counts) if n > window]
-        missing, unreadable, changed = [], [], []
+            measured["window"] = [f"{citation} ({n} tokens)" for (citation, _), n in zip(texts, counts) if n > window]
         for path, digest in stored:
-            status = _file_status(root / path, digest)
-            {"missing": missing, "unreadable": unreadable, "changed": changed}.get(status, []).append(path)
-        found = (
-            ("chunks without a source", orphans),
-            ("sources without a chunk", empty_sources),
-            (f"chunks not made by {self.policy.version}", (wrong_chunker, chunkers)),
-            (f"chunks not embedded by {self.embedding_version or 'no model'}", (wrong_embedding, versions)),
-            ("chunks without an embedding", (no_vector, [])),
-            ("chunk spans that do not match their text", bad_spans),
-            (f"chunks longer than the encoder's window ({window} tokens): full text reads them whole, the dense "
-             f"path their first {window} tokens", too_long),
-            ("tenants whose BM25 term statistics do not match their chunks (refresh to recompute)", stale_statistics),
-            ("sources whose file is missing", missing),
-            ("sources whose file cannot be read", unreadable),
-            ("sources whose file changed since indexing", changed),
-        )
-        checks = []
-        for name, rows in found:
-            number, examples = rows if isinstance(rows, tuple) else (len(rows), rows)
-            checks.append(Check(name, number == 0, number, tuple(examples[:3]), repair_of(name),
-                                note=name.startswith("chunks longer than the encoder's window")))
-        return HealthReport(tuple(checks), n_sources, n_chunks)
+            measured.get(file_status(root / path, digest), []).append(path)
+        return measured
 
     # -- queries ----------------------------------------------------------------------------
     @contextmanager

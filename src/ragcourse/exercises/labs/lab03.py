@@ -314,7 +314,7 @@ def check_bakeoff(answer: Any) -> list[str]:
                                                   " given: split at chunk_chars")]
         hint = first_hint(tuple(got), hints, "split every subset page with recursive_chunks(page, chunk_chars),"
                           " count the chunks with more tokens than encoder.max_tokens, and measure the dense"
-                          f" model's page ranking (DenseRetriever) on the judged questions with measure(...)")
+                          " model's page ranking (DenseRetriever) on the judged questions with measure(...)")
         tolerance = {field: 1e-12 if field == "past the window" else DENSE_TOLERANCE for field in BAKEOFF_FIELDS}
         expect_report(tried, got, expected, BAKEOFF_FIELDS, hint, reveal, tolerance)
     lines = [f"recursive_report matches the reference at {LAB_CHARS} and {ASKED_CHARS} characters"

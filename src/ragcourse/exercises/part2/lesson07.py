@@ -14,37 +14,16 @@ from typing import Any, Callable, Sequence
 
 from ...retrieval.linking import retrieve_top_k
 from ...retrieval.pipeline import link_instruction, link_prompt
-from ...world.concepts import SECOND_EDITION
-from ...world.corpus import Chunk, Query, World, build_world, paragraph_chunks
-from ...world.embedding import EmbeddingModel
+from ...world.corpus import Chunk, Query
 from ...world.llm import ConceptLinker
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
-from ..reference import DIM, OTHER_SEEDS, shuffled
+from ..reference import OTHER_SEEDS, rag_chunks, rag_model, rag_world, shuffled
 
 K = 3
 TEMPERATURE = 0.6
 SETUPS = ("no retrieval", "retrieval", "wrong chunks")
 ASKED_K = 10
-
-
-@lru_cache(maxsize=8)
-def rag_world(seed: int) -> World:
-    """The world of lessons 07-11 at ``seed`` (second edition)."""
-    return build_world(seed, SECOND_EDITION)
-
-
-@lru_cache(maxsize=8)
-def chunks_of(seed: int) -> tuple[Chunk, ...]:
-    """The paragraph chunks of the world at ``seed``."""
-    current = rag_world(seed)
-    return tuple(paragraph_chunks(current.documents, current.edition))
-
-
-@lru_cache(maxsize=8)
-def in_domain(seed: int) -> EmbeddingModel:
-    """The lesson's in-domain embedding (projection seed ``seed``, 32 numbers)."""
-    return EmbeddingModel(rag_world(seed).edition, projection_seed=seed, dim=DIM)
 
 
 @lru_cache(maxsize=64)
@@ -53,8 +32,8 @@ def retrieved(seed: int, setup: str, k: int) -> tuple[tuple[int, ...], ...]:
     queries = rag_world(seed).queries
     if setup == "no retrieval":
         return tuple(() for _ in queries)
-    model = in_domain(seed) if setup == "retrieval" else in_domain(seed).with_settings(in_domain=False)
-    tops = retrieve_top_k(model, [c.text for c in chunks_of(seed)], [q.text for q in queries], k)
+    model = rag_model(seed) if setup == "retrieval" else rag_model(seed).with_settings(in_domain=False)
+    tops = retrieve_top_k(model, [c.text for c in rag_chunks(seed)], [q.text for q in queries], k)
     return tuple(tuple(top) for top in tops)
 
 
@@ -83,7 +62,7 @@ def fresh_linker(seed: int, rate_limit_every: int | None = 37, temperature: floa
 def setup_columns(seed: int, setup: str, k: int = K) -> tuple[float, float]:
     """The reference columns of one of the lesson's setups with a fresh model."""
     current = rag_world(seed)
-    return score_setup(current.queries, chunks_of(seed), retrieved(seed, setup, k), fresh_linker(seed))
+    return score_setup(current.queries, rag_chunks(seed), retrieved(seed, setup, k), fresh_linker(seed))
 
 
 # ---------------------------------------------------------------- q1: predict the bare model at temperature 0
@@ -97,7 +76,7 @@ def bare_generation(seed: int, temperature: float) -> float:
     """Generation of the no-retrieval setup at ``temperature`` (fresh model)."""
     current = rag_world(seed)
     lists = retrieved(seed, "no retrieval", K)
-    return score_setup(current.queries, chunks_of(seed), lists,
+    return score_setup(current.queries, rag_chunks(seed), lists,
                        fresh_linker(seed, temperature=temperature))[1]
 
 
@@ -119,7 +98,7 @@ def check_bare_at_zero(prediction: Any) -> list[str]:
 
 def made_up_cases(seed: int) -> list[tuple[str, tuple[Query, ...], tuple[tuple[int, ...], ...], int | None]]:
     """(label, queries, retrieved lists, rate-limit period): made-up lists over the chunks of ``seed``."""
-    queries, chunks = rag_world(seed).queries, chunks_of(seed)
+    queries, chunks = rag_world(seed).queries, rag_chunks(seed)
     carrier = {q.concept: next(i for i, c in enumerate(chunks) if q.concept in c.concepts) for q in queries}
     other = {q.concept: next(i for i, c in enumerate(chunks) if c.concepts and q.concept not in c.concepts)
              for q in queries}
@@ -176,7 +155,7 @@ def check_two_columns(answer: Any) -> list[str]:
     score = require_function(answer, "score_columns")
     cases = two_column_cases()
     for label, seed, queries, lists, every in cases:
-        chunks = chunks_of(seed)
+        chunks = rag_chunks(seed)
         limit = f"rate-limited every {every} calls" if every else "no rate limit"
         tried = f"score_columns(<{label}>, <a fresh model, {limit}>)"
         linker = fresh_linker(seed, every)
@@ -197,7 +176,7 @@ def check_two_columns(answer: Any) -> list[str]:
     lines = []
     for setup in SETUPS:
         current = rag_world(COURSE_SEED)
-        got = score(list(current.queries), list(chunks_of(COURSE_SEED)),
+        got = score(list(current.queries), list(rag_chunks(COURSE_SEED)),
                     [list(t) for t in retrieved(COURSE_SEED, setup, K)], fresh_linker(COURSE_SEED))
         recall, generation = unpack_columns(got, f"score_columns on the lesson's {setup} setup")
         expected = setup_columns(COURSE_SEED, setup)
@@ -230,7 +209,7 @@ def check_columns_at(answer: Any) -> list[str]:
                   "your function measures the course seed's world: build everything from the seed it is given"),
                  (lambda: setup_columns(seed, "retrieval", K),
                   f"use the k you are given, not {K}"),
-                 (lambda: score_setup(rag_world(seed).queries, chunks_of(seed), retrieved(seed, "retrieval", k),
+                 (lambda: score_setup(rag_world(seed).queries, rag_chunks(seed), retrieved(seed, "retrieval", k),
                                       fresh_linker(seed), precision=True),
                   "the first number is recall (a carrying chunk among the k), not precision")]
         hint = first_hint((recall, generation), hints,

@@ -15,8 +15,7 @@ from ...world.corpus import Chunk, tag_chunk
 from ...world.sources import SPLIT_SHARE, is_continuation, raw_sources
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                         first_hint, require_function, shown)
-from .lesson07 import chunks_of, rag_world
-from ..reference import OTHER_SEEDS
+from ..reference import OTHER_SEEDS, rag_chunks, rag_world
 
 THRESHOLD = 3
 ASKED_THRESHOLD = 5
@@ -67,7 +66,7 @@ def losses_of(seed: int, kept: Sequence[Sequence[str]], dropped: Sequence[str]) 
     current = rag_world(seed)
     chunks = [tag_chunk(document, line, current.edition) for document, lines in zip(current.documents, kept)
               for line in lines]
-    kept_links, full = links(chunks), links(chunks_of(seed))
+    kept_links, full = links(chunks), links(rag_chunks(seed))
     return len(dropped), len(full - kept_links), sum((d.code, d.main) not in kept_links for d in current.documents)
 
 
@@ -192,7 +191,7 @@ def check_repeat_filter(answer: Any) -> list[str]:
     return [f"repeat_filter agrees with the reference on {len(cases)} cases (made-up sheets with repeats and wraps,"
             " the lesson's sheets at three seeds and four thresholds),",
             f"and reproduces lesson 08 at the course seed: {got[0]} lines dropped, {got[1]} of"
-            f" {len(links(chunks_of(COURSE_SEED)))} concept-document links deleted, {got[2]} documents left"
+            f" {len(links(rag_chunks(COURSE_SEED)))} concept-document links deleted, {got[2]} documents left"
             " without their main concept."]
 
 

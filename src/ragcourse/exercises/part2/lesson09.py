@@ -15,8 +15,7 @@ from ...retrieval.chunking import body_words, count_whole, relation_spans, token
 from ...world.text import tokenize
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
-from .lesson07 import rag_world
-from ..reference import OTHER_SEEDS
+from ..reference import OTHER_SEEDS, rag_world
 
 SIZE, OVERLAP = 20, 8
 ASKED = (24, 6)

@@ -18,8 +18,8 @@ from ...world.llm import ConceptLinker
 from ...world.updates import CHANGE_RATE, PERIODS, RECORD_MARKER, ChangeStream, change_stream, served_text
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
-from .lesson07 import TEMPERATURE, chunks_of, in_domain, rag_world
-from ..reference import OTHER_SEEDS
+from ..reference import OTHER_SEEDS, rag_chunks, rag_model, rag_world
+from .lesson07 import TEMPERATURE
 
 K = 3
 VOLATILE = 0.3
@@ -35,7 +35,7 @@ def chunk_documents(seed: int) -> tuple[int, ...]:
 @lru_cache(maxsize=8)
 def retrieved(seed: int) -> tuple[tuple[int, ...], ...]:
     """The lesson's top-3 chunks per request (in-domain embedding of ``seed``), the same in every period."""
-    return tuple(tuple(top) for top in retrieve_top_k(in_domain(seed), [c.text for c in chunks_of(seed)],
+    return tuple(tuple(top) for top in retrieve_top_k(rag_model(seed), [c.text for c in rag_chunks(seed)],
                                                       [q.text for q in rag_world(seed).queries], K))
 
 
@@ -82,7 +82,7 @@ def year_of(seed: int, interval: int, rate: float = CHANGE_RATE) -> tuple[float,
 def answers_of(seed: int, interval: int, rate: float = CHANGE_RATE) -> tuple[float, float]:
     """The reference (stale share, up-to-date answer rate) of the lesson's run_interval: a fresh quoting model,
     one call per request and period."""
-    current, chunks, documents_of = rag_world(seed), chunks_of(seed), chunk_documents(seed)
+    current, chunks, documents_of = rag_world(seed), rag_chunks(seed), chunk_documents(seed)
     stream, edition = stream_of(seed, rate), rag_world(seed).edition
     instruction = link_instruction(edition, ask_for_record=True)
     linker = ConceptLinker(edition, seed, temperature=TEMPERATURE, copy_record=RECORD_MARKER)

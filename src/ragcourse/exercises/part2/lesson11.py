@@ -12,14 +12,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ...retrieval.pipeline import HybridRetriever, IndexedChunk, index_chunks, is_relevant
+from ...retrieval.pipeline import IndexedChunk, is_relevant
 from ...retrieval.ranking import rank_by_score
 from ...world.llm import CallCounter, ChunkAnswerer, QueryTransformer
 from ...world.phrasings import Phrasing, phrase_queries
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
-from .lesson07 import chunks_of, in_domain, rag_world
-from ..reference import OTHER_SEEDS
+from ..reference import OTHER_SEEDS, hybrid_retriever, rag_world
 
 K = 5
 TEMPERATURE = 0.5
@@ -32,12 +31,6 @@ def phrasings_of(seed: int) -> tuple[Phrasing, ...]:
     """The short and long phrasings of the forty requests at ``seed``."""
     current = rag_world(seed)
     return tuple(phrase_queries(current.queries, seed, current.edition))
-
-
-@lru_cache(maxsize=8)
-def retriever_of(seed: int) -> HybridRetriever:
-    """The lesson's hybrid retriever over the indexed paragraph chunks of ``seed``."""
-    return HybridRetriever(in_domain(seed), index_chunks(list(chunks_of(seed)), in_domain(seed)))
 
 
 _RANKINGS: dict[tuple[int, str], tuple[int, ...]] = {}
@@ -57,7 +50,7 @@ class TopChunks:
         self.seed, self.k = seed, k
 
     def __call__(self, text: str) -> list[IndexedChunk]:
-        retriever, key = retriever_of(self.seed), (self.seed, text)
+        retriever, key = hybrid_retriever(self.seed), (self.seed, text)
         if key not in _RANKINGS:
             _RANKINGS[key] = tuple(rank_by_score(retriever.scores(text)))
         return [retriever.chunks[i] for i in _RANKINGS[key][:self.k]]

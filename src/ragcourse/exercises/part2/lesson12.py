@@ -11,15 +11,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ...retrieval.candidates import candidate_lists, generation_share, precision_at, recall_at
-from ...retrieval.pipeline import HybridRetriever, IndexedChunk, index_chunks
-from ...world.concepts import SECOND_EDITION
-from ...world.corpus import Query, World, build_world, paragraph_chunks
-from ...world.embedding import EmbeddingModel
+from ...retrieval.candidates import generation_share, precision_at, recall_at
+from ...retrieval.pipeline import IndexedChunk
+from ...world.corpus import Query, World
 from ...world.llm import CallCounter, ChunkAnswerer, PairScorer
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate, expect_number,
                          expect_pair, first_hint, require_function, shown)
-from ..reference import OTHER_SEEDS, shuffled
+from ..reference import OTHER_SEEDS, hybrid_candidates, rag_world, shuffled
 
 K = 3
 NOISE = 1.4
@@ -31,14 +29,9 @@ ASKED_N = 16
 SEEDS = (COURSE_SEED, *OTHER_SEEDS)
 
 
-@lru_cache(maxsize=8)
 def rerank_world(seed: int) -> tuple[World, tuple[tuple[IndexedChunk, ...], ...]]:
     """The world of lesson 12 at ``seed`` and every question's 48 best chunks (hybrid retriever)."""
-    current = build_world(seed, SECOND_EDITION)
-    embedding = EmbeddingModel(current.edition, seed)
-    chunks = index_chunks(paragraph_chunks(current.documents, current.edition), embedding)
-    pool = candidate_lists(HybridRetriever(embedding, chunks), current.queries, DEPTH)
-    return current, tuple(tuple(candidates) for candidates in pool)
+    return rag_world(seed), hybrid_candidates(seed, DEPTH)
 
 
 def reference_rerank(query: Query, candidates: Sequence[IndexedChunk],

@@ -12,17 +12,15 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from ...retrieval.candidates import candidate_lists, generation_share
-from ...retrieval.pipeline import HybridRetriever, IndexedChunk, index_chunks, is_relevant
-from ...world.concepts import SECOND_EDITION
-from ...world.corpus import World, build_world, paragraph_chunks
-from ...world.embedding import EmbeddingModel
+from ...retrieval.candidates import generation_share
+from ...retrieval.pipeline import IndexedChunk, is_relevant
+from ...world.corpus import World
 from ...world.llm import ChunkAnswerer
 from ...world.prompts import ANSWER_INSTRUCTION, answer_prompt
 from ...world.text import tokenize
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                         first_hint, likely_hint, require_function, shown)
-from ..reference import OTHER_SEEDS
+from ..reference import OTHER_SEEDS, hybrid_candidates, rag_world
 
 WINDOW = 240
 TEMPERATURE = 0.12
@@ -34,14 +32,9 @@ LAYOUTS = ("head", "middle", "tail")
 SEEDS = (COURSE_SEED, *OTHER_SEEDS)
 
 
-@lru_cache(maxsize=8)
 def context_world(seed: int) -> tuple[World, tuple[tuple[IndexedChunk, ...], ...]]:
     """The world of lesson 13 at ``seed`` and every question's 40 best chunks (hybrid retriever)."""
-    current = build_world(seed, SECOND_EDITION)
-    embedding = EmbeddingModel(current.edition, seed)
-    chunks = index_chunks(paragraph_chunks(current.documents, current.edition), embedding)
-    pool = candidate_lists(HybridRetriever(embedding, chunks), current.queries, POOL)
-    return current, tuple(tuple(candidates) for candidates in pool)
+    return rag_world(seed), hybrid_candidates(seed, POOL)
 
 
 def prompt_length(query_text: str, chunks: Sequence[IndexedChunk]) -> int:

@@ -12,13 +12,12 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from ...retrieval.search import EmbeddingIndex
-from ...world.concepts import SECOND_EDITION, Edition
-from ...world.corpus import Chunk, Query, World, build_world, paragraph_chunks
-from ...world.embedding import EmbeddingModel
+from ...world.concepts import Edition
+from ...world.corpus import Chunk, Query, World
 from ...world.llm import ClassPriorGenerator
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                         first_hint, require_function, shown)
-from ..reference import DIM, OTHER_SEEDS
+from ..reference import OTHER_SEEDS, rag_chunks, rag_model, rag_world
 
 BOXES = ("right+right", "right+wrong", "wrong+right", "wrong+wrong")
 TEMPERATURE = 0.6
@@ -31,9 +30,8 @@ SEEDS = (COURSE_SEED, *OTHER_SEEDS)
 @lru_cache(maxsize=8)
 def quality_world(seed: int) -> tuple[World, tuple[tuple[Chunk, ...], ...]]:
     """The world of lesson 14 at ``seed`` and every question's 10 best chunks (embedding search)."""
-    current = build_world(seed, SECOND_EDITION)
-    chunks = paragraph_chunks(current.documents, current.edition)
-    index = EmbeddingIndex(EmbeddingModel(current.edition, projection_seed=seed, dim=DIM), [c.text for c in chunks])
+    current, chunks = rag_world(seed), rag_chunks(seed)
+    index = EmbeddingIndex(rag_model(seed), [c.text for c in chunks])
     return current, tuple(tuple(chunks[i] for i in index.rank(q.text)[:DEEPEST]) for q in current.queries)
 
 
@@ -107,7 +105,7 @@ def made_up_cases(seed: int) -> list[tuple[str, list[Query], list[list[Chunk]], 
     """Hand-made contexts: the target's phrase only in the last chunk, a chunk of another document naming it, None."""
     current, ranked = quality_world(seed)
     queries, edition = current.queries[:8], current.edition
-    chunks = paragraph_chunks(current.documents, edition)
+    chunks = rag_chunks(seed)
     contexts, answers = [], []
     for number, query in enumerate(queries):
         phrase = edition.concept(query.concept).document_form

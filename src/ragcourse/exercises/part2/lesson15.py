@@ -12,14 +12,12 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 from ...retrieval.search import EmbeddingIndex
-from ...world.concepts import SECOND_EDITION
-from ...world.corpus import World, build_world
-from ...world.embedding import EmbeddingModel
+from ...world.corpus import World
 from ...world.finetuning import ValidityStamps, stamped_chunks, training_examples, validity_stamps
 from ...world.llm import CallCounter, FineTunedModel
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                         first_hint, require_function, shown)
-from ..reference import DIM, OTHER_SEEDS
+from ..reference import OTHER_SEEDS, rag_model, rag_world
 
 K = 3
 TUNED = 48
@@ -33,7 +31,7 @@ SEEDS = (COURSE_SEED, *OTHER_SEEDS)
 @lru_cache(maxsize=8)
 def tuning_world(seed: int) -> tuple[World, ValidityStamps, tuple[str, ...]]:
     """The world of lesson 15 at ``seed``: world, validity stamps, the 48 training examples."""
-    current = build_world(seed, SECOND_EDITION)
+    current = rag_world(seed)
     return current, validity_stamps(seed, current.edition), tuple(training_examples(seed, current.documents, TUNED))
 
 
@@ -42,7 +40,7 @@ def retrieved_texts(seed: int, k: int = K) -> tuple[tuple[str, ...], ...]:
     """Each question's top k stamped chunk texts (embedding search, projection seed ``seed``)."""
     current, stamps, _ = tuning_world(seed)
     chunks = stamped_chunks(current.documents, current.edition, stamps.current)
-    index = EmbeddingIndex(EmbeddingModel(current.edition, projection_seed=seed, dim=DIM), [c.text for c in chunks])
+    index = EmbeddingIndex(rag_model(seed), [c.text for c in chunks])
     return tuple(tuple(chunks[i].text for i in index.rank(q.text)[:k]) for q in current.queries)
 
 

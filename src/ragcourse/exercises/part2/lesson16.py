@@ -13,14 +13,14 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from ...retrieval.search import EmbeddingIndex
-from ...world.concepts import SECOND_EDITION, Edition
-from ...world.corpus import World, build_world
+from ...world.concepts import Edition
+from ...world.corpus import World
 from ...world.embedding import EmbeddingModel
 from ...world.table_source import CELL_SEPARATOR, Table, build_tables
 from ...world.text import tokenize
 from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
-from ..reference import DIM, OTHER_SEEDS
+from ..reference import OTHER_SEEDS, rag_model, rag_world
 
 K = 3
 ASKED_K = 5
@@ -41,9 +41,8 @@ CHUNKING: dict[str, Callable[[Table], list[str]]] = {
 @lru_cache(maxsize=8)
 def table_world(seed: int) -> tuple[World, tuple[Table, ...], EmbeddingModel]:
     """The world of lesson 16 at ``seed``: world, its 200 tables, the embedding (projection seed ``seed``)."""
-    current = build_world(seed, SECOND_EDITION)
-    return (current, tuple(build_tables(seed, current.documents, current.edition)),
-            EmbeddingModel(current.edition, projection_seed=seed, dim=DIM))
+    current = rag_world(seed)
+    return current, tuple(build_tables(seed, current.documents, current.edition)), rag_model(seed)
 
 
 def reference_measure(texts: Sequence[str], index: EmbeddingIndex, queries, edition: Edition, k: int, *,

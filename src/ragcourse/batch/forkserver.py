@@ -155,7 +155,12 @@ class ForkedProcess:
         return self.returncode  # type: ignore[return-value]
 
     def send_signal(self, signum: int) -> None:
-        os.kill(self.pid, signum)
+        """Signal the kernel; nothing when it is gone already (as ``Popen.send_signal``)."""
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
 
     def kill(self) -> None:
         self.send_signal(9)

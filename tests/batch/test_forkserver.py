@@ -16,6 +16,8 @@ import psutil
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from test_sweep_cluster import _alive, _kernel_processes
+
 from ragcourse.batch.forkserver import ForkServer, ForkedProcess, forking_provisioner, preload_modules
 from ragcourse.batch.kernels import KERNEL_NAME, kernel_environment, start_kernel
 from ragcourse.batch.notebooks import KERNELSPEC
@@ -32,22 +34,14 @@ WHO = ("import os, sys\n"
 
 def alive(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return _alive(psutil.Process(pid))
     except psutil.NoSuchProcess:
         return False
 
 
 def kernels_left() -> list[psutil.Process]:
-    """Descendants of this process that are kernels or a fork server (forked kernels keep its command line)."""
-    found = []
-    for child in psutil.Process().children(recursive=True):
-        try:
-            line = " ".join(child.cmdline())
-        except psutil.Error:
-            continue
-        if ("ipykernel" in line or "_template_main" in line) and alive(child.pid):
-            found.append(child)
-    return found
+    """Descendants of this process that are kernels or a fork server, still running."""
+    return [process for process in _kernel_processes(psutil.Process()) if _alive(process)]
 
 
 async def run_cells(kernel, sources: list[str]):

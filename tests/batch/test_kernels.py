@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from ragcourse.batch.kernels import (QUIET_ENV, SignalFreeLoop, kernel_command, kernel_environment, reap_children,
-                                     run_blocking, start_kernel, this_python_specs)
+                                     run_blocking, shell_reply, start_kernel, this_python_specs)
 from ragcourse.batch.runner import Engine
 from ragcourse.exercises import execute, sandbox
 
@@ -85,15 +85,17 @@ def test_the_kernel_is_this_python_whatever_python3_is_registered(tmp_path, monk
 
 
 @pytest.mark.notebooks
-def test_a_started_kernel_answers_and_kill_leaves_nothing(tmp_path, monkeypatch):
+def test_a_started_kernel_answers_and_kill_leaves_nothing(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
 
     async def scenario():
-        kernel = await start_kernel(str(tmp_path), "k", str(work), kernel_environment(), 60)
+        kernel = await start_kernel(str(tmp_path), "k", str(work), kernel_environment(), 60,
+                                    warm_up="import colorsys")
         try:
             assert kernel.client.allow_stdin is False
-            msg_id = kernel.client.execute("import os, sys; print(sys.executable, os.getcwd())")
+            msg_id = kernel.client.execute("import os, sys\n"
+                                           "print(sys.executable, os.getcwd(), 'colorsys' in sys.modules)")
             lines = []
             while True:
                 message = await kernel.client.get_iopub_msg(timeout=30)
@@ -103,13 +105,15 @@ def test_a_started_kernel_answers_and_kill_leaves_nothing(tmp_path, monkeypatch)
                     lines.append(message["content"]["text"])
                 if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
                     break
+            reply = await shell_reply(kernel.client, msg_id, 30)
             pid = kernel.manager.provisioner.pid
         finally:
             await kernel.kill()
-        return "".join(lines).split(), pid
+        return "".join(lines).split(), reply["content"]["execution_count"], pid
 
-    words, pid = asyncio.run(scenario())
-    assert words == [sys.executable, str(work)]
+    words, count, pid = asyncio.run(scenario())
+    assert words == [sys.executable, str(work), "True"], "in this Python, in cwd, warmed up"
+    assert count == 1, "the warm-up is silent: the first cell is still number 1"
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     assert not (tmp_path / "k.json").exists(), "the connection file is cleaned up"
 

@@ -117,14 +117,16 @@ class RunningKernel:
 
 
 async def start_kernel(runtime: str, name: str, cwd: str, env: Mapping[str, str], timeout: float,
-                       context=None, provisioner: Callable[[Any], Any] | None = None) -> RunningKernel:
+                       context=None, provisioner: Callable[[Any], Any] | None = None,
+                       warm_up: str | None = None) -> RunningKernel:
     """Start a kernel of this interpreter in ``cwd`` and wait until it is ready (see ``wait_ready``).
 
     Its sockets and connection file are ``name`` and ``name.json`` in the folder ``runtime``;
     ``context`` is the zmq.asyncio context to use (None: the manager's own); ``provisioner``,
     given the manager, returns the jupyter_client provisioner that launches the kernel (None:
-    launched as usual). A kernel that fails to start or to answer within ``timeout`` seconds
-    is killed and the error raised.
+    launched as usual); ``warm_up`` is code run silently once it is ready (no history, nothing
+    a notebook shows), whose reply is awaited. A kernel that fails to start, or to answer
+    within ``timeout`` seconds, is killed and the error raised.
     """
     import uuid
 
@@ -144,6 +146,8 @@ async def start_kernel(runtime: str, name: str, cwd: str, env: Mapping[str, str]
         kernel.client.start_channels()
         await wait_ready(manager, kernel.client, timeout)
         kernel.client.allow_stdin = False
+        if warm_up:
+            await shell_reply(kernel.client, kernel.client.execute(warm_up, silent=True, store_history=False), timeout)
     except BaseException:
         await kernel.kill()
         raise
@@ -166,8 +170,7 @@ async def wait_ready(manager, client, timeout: float) -> None:
             raise RuntimeError(f"kernel did not answer within {timeout:.0f} s")
         msg_id = client.kernel_info()
         try:
-            while (await client.get_shell_msg(timeout=0.5))["parent_header"].get("msg_id") != msg_id:
-                pass
+            await shell_reply(client, msg_id, 0.5)
         except Empty:
             if not await manager.is_alive():
                 raise RuntimeError("kernel died before replying to kernel_info") from None
@@ -178,6 +181,17 @@ async def wait_ready(manager, client, timeout: float) -> None:
             return
         except Empty:
             continue
+
+
+async def shell_reply(client, msg_id: str, timeout: float) -> dict:
+    """The shell reply to request ``msg_id`` (earlier replies skipped); ``queue.Empty`` when none comes in time.
+
+    ``timeout`` bounds the wait for each message read, not the whole wait.
+    """
+    while True:
+        reply = await client.get_shell_msg(timeout=timeout)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply
 
 
 class SignalFreeLoop(asyncio.SelectorEventLoop):
@@ -237,4 +251,4 @@ def reap_children() -> list[int]:
 
 __all__ = ["KERNEL_ARGUMENTS", "KERNEL_ARGV", "KERNEL_NAME", "QUIET_ENV", "RunningKernel", "SignalFreeLoop",
            "kernel_command", "kernel_environment", "loop_running_here", "reap_children", "run_blocking",
-           "start_kernel", "this_python_specs", "wait_ready"]
+           "shell_reply", "start_kernel", "this_python_specs", "wait_ready"]

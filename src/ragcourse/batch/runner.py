@@ -306,20 +306,11 @@ class Engine:
         """A ready kernel for ``job`` (forked by the template when ``forked``) that imported ``modules``."""
         self._count += 1
         server = self.template if forked else None
-        kernel = await start_kernel(runtime, f"k{self._count}", str(job.source.parent), self.env, STARTUP_TIMEOUT,
-                                    context=self._context,
-                                    provisioner=None if server is None else
-                                    (lambda manager: forking_provisioner(manager, server)))
-        if modules:
-            try:
-                msg_id = kernel.client.execute(warm_up_code(modules), silent=True, store_history=False)
-                while ((await kernel.client.get_shell_msg(timeout=STARTUP_TIMEOUT))["parent_header"].get("msg_id")
-                       != msg_id):
-                    pass
-            except BaseException:
-                await kernel.kill()
-                raise
-        return kernel
+        return await start_kernel(runtime, f"k{self._count}", str(job.source.parent), self.env, STARTUP_TIMEOUT,
+                                  context=self._context,
+                                  provisioner=None if server is None else
+                                  (lambda manager: forking_provisioner(manager, server)),
+                                  warm_up=warm_up_code(modules) if modules else None)
 
     async def _execute(self, job: Job, nb, kernel: RunningKernel) -> Outcome:
         nbformat, nbclient, _, _ = self.tools

@@ -16,8 +16,8 @@ import threading
 import psutil
 import pytest
 
-from ragcourse.batch.kernels import (QUIET_ENV, SignalFreeLoop, kernel_command, kernel_environment, reap_children,
-                                     run_blocking, shell_reply, start_kernel, this_python_specs)
+from ragcourse.batch.kernels import (QUIET_ENV, SignalFreeLoop, kernel_command, kernel_environment, run_blocking,
+                                     shell_reply, start_kernel, this_python_specs)
 from ragcourse.batch.runner import Engine
 from ragcourse.exercises import execute, sandbox
 

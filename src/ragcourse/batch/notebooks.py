@@ -1,13 +1,16 @@
 """Finding the lesson notebooks and cleaning their metadata.
 
 Executing them (``run``, ``figures``, ``sweep``, ``refresh``) is ``ragcourse.batch.runner``'s job;
-it starts every kernel with ``QUIET_ENV`` and stores outputs after ``clean_metadata``.
+it starts every kernel with ``QUIET_ENV`` (defined with the kernel layer, ``ragcourse.batch.kernels``,
+and named here too for the tests that start JupyterLab) and stores outputs after ``clean_metadata``.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from .kernels import QUIET_ENV
 
 if TYPE_CHECKING:
     from nbformat import NotebookNode
@@ -18,8 +21,6 @@ FIGURES_DIR = PROJECT_ROOT / "figures"
 LABS_FOLDER = "labs"   # Part 3: notebooks/labs/NN-*.ipynb, their figures in figures/labs/
 LESSON_PATTERN = re.compile(r"^(\d\d)-[a-z0-9-]+\.ipynb$")
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-QUIET_ENV = {"TQDM_DISABLE": "1", "JUPYTER_PREFER_ENV_PATH": "1", "OMP_NUM_THREADS": "1",
-             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
 
 
 def lesson_notebooks(folder: Path = NOTEBOOKS_DIR) -> dict[int, Path]:
@@ -62,3 +63,7 @@ def notebook_parameters(path: Path) -> dict[str, object]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             values[node.targets[0].id] = ast.literal_eval(node.value)
     return values
+
+
+__all__ = ["QUIET_ENV", "KERNELSPEC", "NOTEBOOKS_DIR", "FIGURES_DIR", "PROJECT_ROOT", "LABS_FOLDER",
+           "lesson_notebooks", "lab_notebooks", "clean_metadata", "notebook_parameters"]

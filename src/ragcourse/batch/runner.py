@@ -4,13 +4,14 @@ One asyncio loop drives every kernel; ``Engine.run`` executes a list of ``Job``s
 ``parallel`` at a time, and returns one ``Outcome`` per job (status, seconds, figures
 written, and for a failure the cell and the error).
 
-* Every notebook gets a new ``python3`` kernel of its own. Kernels are booted ahead:
+* Every notebook gets a new ``python3`` kernel of this interpreter, started by the kernel
+  layer the grader shares (``ragcourse.batch.kernels``). Kernels are booted ahead:
   while ``parallel`` notebooks execute, the next ones start and import the modules
   their notebook imports (one silent request that leaves no trace in the notebook).
 * Booting a kernel costs more CPU than most lessons compute (interpreter, ipykernel,
   IPython, matplotlib: ~0.8 s). So kernels are forked from a template process that
-  imported those once (see ``_template_main``); each fork is a fresh process with a
-  fresh kernel, shell and namespace. If forking is unavailable or fails, kernels are
+  imported those once (``ragcourse.batch.forkserver``); each fork is a fresh process with
+  a fresh kernel, shell and namespace. If forking is unavailable or fails, kernels are
   launched the usual way (``RAGCOURSE_PLAIN_KERNELS=1`` forces that).
 * Parameters are injected exactly as papermill does (``parameterize_notebook``: an
   ``injected-parameters`` cell after the ``parameters`` cell), then nbclient executes
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import concurrent.futures
 import json
 import os
 import re
@@ -35,13 +35,16 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .notebooks import QUIET_ENV, clean_metadata
+from .forkserver import ForkServer, forking_provisioner, preload_modules
+from .kernels import KERNEL_NAME, RunningKernel, SignalFreeLoop, kernel_environment, run_blocking, start_kernel
+from .notebooks import clean_metadata
 
-KERNEL_NAME = "python3"
 CELL_TIMEOUT = 600
 STARTUP_TIMEOUT = 120
 FIGURE_SUFFIXES = (".svg", ".png")
 FIGURE_PATTERN = re.compile(r"^(\d\d)-.+\.(svg|png)$")
+_Loop = SignalFreeLoop   # the name batch.cluster imports it by
+_Template = ForkServer   # the name tests/batch/test_template.py reads the server's start command by
 
 
 # -- what to run and what happened ------------------------------------------------------
@@ -101,14 +104,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def kernel_environment() -> dict[str, str]:
-    """Environment of every kernel: the runner's, made quiet and single-threaded (QUIET_ENV)."""
-    env = dict(os.environ)
-    env.update(QUIET_ENV)
-    env.pop("MPLBACKEND", None)
-    return env
 
 
 def _import_notebook_tools():
@@ -205,258 +200,7 @@ def figures_written(job: Job, since: float) -> list[str]:
                   and p.stat().st_mtime >= since)
 
 
-# -- the kernel template process ------------------------------------------------------------
-# Modules that hook into the running IPython shell when imported are never preloaded.
-NEVER_PRELOAD = ("matplotlib.pyplot", "matplotlib_inline", "pylab", "IPython")
-MATPLOTLIB_PRELOAD = ["matplotlib", "matplotlib.figure", "matplotlib.image", "matplotlib.backend_bases",
-                      "matplotlib.projections", "matplotlib.axes", "matplotlib.colorbar",
-                      "matplotlib.font_manager", "matplotlib.backends.backend_agg",
-                      "matplotlib.backends.backend_svg", "PIL.PngImagePlugin"]
-KERNEL_PRELOAD = ["ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger"]  # what a kernel imports at start
-INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-
-
-def preload_modules(imports: list[str]) -> list[str]:
-    """What the template imports for notebooks that import ``imports``."""
-    chosen: list[str] = []
-    for name in imports:
-        if name.split(".")[0] == "matplotlib":
-            chosen.extend(MATPLOTLIB_PRELOAD)
-        if not name.startswith(NEVER_PRELOAD):
-            chosen.append(name)
-    return list(dict.fromkeys(chosen))
-
-
-def _template_main() -> None:
-    """The template process: import ipykernel and ``sys.argv[1:]``, then fork kernels on request.
-
-    A request is a JSON line on stdin, ``{"args": [...], "env": {...}, "cwd": "..."}``
-    (``args`` as ``ipykernel_launcher`` would get them); the reply is the child's pid.
-    Each child becomes a session leader in ``cwd`` with ``env`` and runs a new kernel.
-    When stdin closes, the template kills the kernels it forked and exits.
-    """
-    import importlib
-    import signal
-    import traceback
-
-    if sys.path and sys.path[0] in ("", os.getcwd()):
-        del sys.path[0]  # as ipykernel_launcher does; IPython puts the kernel's cwd back
-    os.environ.setdefault("MPLBACKEND", INLINE_BACKEND)  # what ipykernel sets before user code
-    from ipykernel import kernelapp
-
-    for name in [*KERNEL_PRELOAD, *sys.argv[1:]]:
-        try:
-            importlib.import_module(name)
-        except Exception:
-            pass
-
-    children: set[int] = set()
-
-    def reap(*_) -> None:
-        while True:
-            try:
-                pid, _status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            children.discard(pid)
-
-    signal.signal(signal.SIGCHLD, reap)
-    replies = os.fdopen(os.dup(1), "w")
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 1)
-    try:
-        for line in sys.stdin.buffer:
-            request = json.loads(line)
-            pid = os.fork()
-            if pid == 0:  # the kernel
-                status = 0
-                try:
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    os.setsid()
-                    os.dup2(devnull, 0)
-                    replies.close()
-                    os.chdir(request["cwd"])
-                    os.environ.clear()
-                    os.environ.update(request["env"])
-                    os.environ["JPY_PARENT_PID"] = str(os.getppid())
-                    sys.argv = [kernelapp.__file__, *request["args"]]
-                    kernelapp.launch_new_instance()
-                except SystemExit as stop:
-                    status = stop.code if isinstance(stop.code, int) else 0
-                except BaseException:
-                    traceback.print_exc()
-                    status = 1
-                finally:
-                    os._exit(status)
-            children.add(pid)
-            replies.write(f"{pid}\n")
-            replies.flush()
-    finally:
-        for pid in list(children):  # kernels still running (reaped ones were dropped)
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        os._exit(0)  # nothing to tear down; skip the slow interpreter shutdown
-
-
-class _ForkedProcess:
-    """The part of ``Popen`` that jupyter_client's LocalProvisioner uses, for a forked kernel."""
-
-    stdin = stdout = stderr = None
-
-    def __init__(self, pid: int):
-        self.pid = pid
-        self.returncode: int | None = None
-
-    def poll(self) -> int | None:
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, 0)
-            except ProcessLookupError:
-                self.returncode = -9
-            except PermissionError:
-                pass
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"kernel {self.pid} is still running")
-            time.sleep(0.01)
-        return self.returncode  # type: ignore[return-value]
-
-    def send_signal(self, signum: int) -> None:
-        os.kill(self.pid, signum)
-
-    def kill(self) -> None:
-        self.send_signal(9)
-
-    def terminate(self) -> None:
-        self.send_signal(15)
-
-
-class _Template:
-    """Runner side of the template process: start it once, ask it for kernels."""
-
-    def __init__(self, env: dict[str, str], preload: list[str], cwd: str):
-        self.env, self.preload, self.cwd = env, preload, cwd
-        self.process = None
-        self.lock = asyncio.Lock()
-        self.broken = False
-
-    async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", "from ragcourse.batch.runner import _template_main; _template_main()",
-            *self.preload, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env=self.env, cwd=self.cwd)
-
-    async def spawn(self, args: list[str], env: dict[str, str], cwd: str) -> int:
-        async with self.lock:
-            if self.broken or self.process is None:
-                raise RuntimeError("no kernel template process")
-            request = json.dumps({"args": args, "env": env, "cwd": cwd}).encode() + b"\n"
-            try:
-                self.process.stdin.write(request)
-                await self.process.stdin.drain()
-                line = await self.process.stdout.readline()
-            except (BrokenPipeError, ConnectionResetError):
-                line = b""
-            if not line.strip():
-                self.broken = True
-                raise RuntimeError("the kernel template process exited")
-            return int(line)
-
-    async def close(self) -> None:
-        if self.process is not None and self.process.returncode is None:
-            self.process.stdin.close()
-            try:
-                await asyncio.wait_for(self.process.wait(), 5)
-            except asyncio.TimeoutError:
-                self.process.kill()
-                await self.process.wait()
-
-
-def _forking_provisioner(manager, template: _Template):
-    """A LocalProvisioner whose kernel is forked by ``template`` (launched as usual if that fails)."""
-    from jupyter_client.provisioning import LocalProvisioner
-
-    class ForkingProvisioner(LocalProvisioner):
-        async def launch_kernel(self, cmd, **kwargs):
-            if ("ipykernel_launcher" in cmd
-                    and os.path.realpath(cmd[0]) == os.path.realpath(sys.executable)):
-                cwd = os.path.abspath(kwargs.get("cwd") or os.getcwd())
-                try:
-                    pid = await template.spawn(cmd[cmd.index("ipykernel_launcher") + 1:],
-                                               dict(kwargs.get("env") or os.environ), cwd)
-                except Exception:
-                    pass
-                else:
-                    self.process = _ForkedProcess(pid)
-                    self.pid = self.pgid = pid
-                    self.cwd = cwd
-                    return self.connection_info
-            return await super().launch_kernel(cmd, **kwargs)
-
-    return ForkingProvisioner(kernel_id=manager.kernel_id, kernel_spec=manager.kernel_spec, parent=manager)
-
-
 # -- the engine -----------------------------------------------------------------------------
-class _Kernel:
-    """A started kernel and its client; ``kill`` is quick and never raises."""
-
-    def __init__(self, manager, client):
-        self.manager, self.client = manager, client
-
-    async def kill(self) -> None:
-        """SIGKILL the kernel's process group, wait for it in milliseconds, clean its files."""
-        import signal
-
-        try:
-            self.client.stop_channels()
-        except Exception:
-            pass
-        provisioner = self.manager.provisioner
-        try:
-            if provisioner is not None and provisioner.has_process:
-                await provisioner.send_signal(signal.SIGKILL)
-                for _ in range(1000):
-                    if await provisioner.poll() is not None:
-                        break
-                    await asyncio.sleep(0.002)
-        except Exception:
-            pass
-        try:
-            await self.manager.shutdown_kernel(now=True)  # finds it dead: only cleans up
-        except Exception:
-            pass
-
-
-def _loop_running_here() -> bool:
-    """Whether an asyncio event loop is already running in this thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-class _Loop(asyncio.SelectorEventLoop):
-    """An event loop on which nobody installs signal handlers.
-
-    nbclient installs SIGINT/SIGTERM handlers per notebook that only clean up that one
-    kernel; with several notebooks at once Ctrl-C would then kill one kernel and the
-    batch would go on. Refused here (nbclient tolerates that), Ctrl-C reaches
-    ``asyncio.Runner``, which cancels the whole batch: every kernel is killed.
-    """
-
-    def add_signal_handler(self, sig, callback, *args):
-        raise RuntimeError("the batch engine handles signals itself")
-
-
 class Engine:
     """Executes jobs ``parallel`` at a time, with ``ahead`` more kernels booting in advance."""
 
@@ -468,9 +212,9 @@ class Engine:
         self.timeout = timeout
         self.fork = (fork and hasattr(os, "fork")
                      and os.environ.get("RAGCOURSE_PLAIN_KERNELS", "") in ("", "0"))
-        self.env = kernel_environment()
+        self.env = kernel_environment(mpl_backend=None)  # the kernel's own inline backend, as in JupyterLab
         self.tools = None
-        self.template: _Template | None = None
+        self.template: ForkServer | None = None
         self._context = None
         self._booting: asyncio.Semaphore | None = None
         self._count = 0
@@ -485,17 +229,10 @@ class Engine:
                 bar.set_postfix_str(f"{outcome.job.name} {'ok' if outcome.ok else 'FAILED'}", refresh=False)
                 bar.update(1)
 
-        def execute() -> list[Outcome]:
-            with asyncio.Runner(loop_factory=_Loop) as runner:
-                return runner.run(self._run(jobs, done))
-
         try:
-            if _loop_running_here():
-                # Called from code that already runs an event loop (a notebook cell, a
-                # Playwright session): the batch gets its own loop in a worker thread.
-                with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ragcourse-batch") as pool:
-                    return pool.submit(execute).result()
-            return execute()
+            # From code that already runs an event loop (a notebook cell, a Playwright
+            # session) the batch gets its own loop in a worker thread.
+            return run_blocking(self._run(jobs, done), loop_factory=SignalFreeLoop, thread_name="ragcourse-batch")
         finally:
             if bar is not None:
                 bar.close()
@@ -517,7 +254,7 @@ class Engine:
         with tempfile.TemporaryDirectory(prefix="ragcourse-kernels-") as runtime:
             try:
                 if self.fork and jobs:
-                    self.template = _Template(self.env, preload_modules(
+                    self.template = ForkServer(self.env, preload_modules(
                         [name for names in imports for name in names]), runtime)
                     await self.template.start()
                 alive = asyncio.Semaphore(self.parallel + self.ahead)
@@ -565,36 +302,17 @@ class Engine:
         done(outcome)
         return outcome
 
-    async def _start_kernel(self, job: Job, modules: list[str], runtime: str, forked: bool) -> _Kernel:
-        import uuid
-
-        from jupyter_client.manager import AsyncKernelManager
-
+    async def _start_kernel(self, job: Job, modules: list[str], runtime: str, forked: bool) -> RunningKernel:
+        """A ready kernel for ``job`` (forked by the template when ``forked``) that imported ``modules``."""
         self._count += 1
-        manager = AsyncKernelManager(kernel_name=KERNEL_NAME, transport="ipc", context=self._context,
-                                     ip=os.path.join(runtime, f"k{self._count}"))
-        manager.connection_file = os.path.join(runtime, f"kernel-{self._count}.json")
-        manager.kernel_id = str(uuid.uuid4())
-        if forked and self.template is not None:
-            manager.provisioner = _forking_provisioner(manager, self.template)
-        await manager.start_kernel(cwd=str(job.source.parent), env=self.env,
-                                   extra_arguments=["--HistoryManager.hist_file=:memory:"])
-        client = manager.client(context=self._context)
-        kernel = _Kernel(manager, client)
-        try:
-            client.start_channels()
-            await _wait_ready(manager, client, STARTUP_TIMEOUT)
-            client.allow_stdin = False
-            if modules:
-                msg_id = client.execute(warm_up_code(modules), silent=True, store_history=False)
-                while (await client.get_shell_msg(timeout=STARTUP_TIMEOUT))["parent_header"].get("msg_id") != msg_id:
-                    pass
-        except BaseException:
-            await kernel.kill()
-            raise
-        return kernel
+        server = self.template if forked else None
+        return await start_kernel(runtime, f"k{self._count}", str(job.source.parent), self.env, STARTUP_TIMEOUT,
+                                  context=self._context,
+                                  provisioner=None if server is None else
+                                  (lambda manager: forking_provisioner(manager, server)),
+                                  warm_up=warm_up_code(modules) if modules else None)
 
-    async def _execute(self, job: Job, nb, kernel: _Kernel) -> Outcome:
+    async def _execute(self, job: Job, nb, kernel: RunningKernel) -> Outcome:
         nbformat, nbclient, _, _ = self.tools
         started_wall, started = time.time(), time.perf_counter()
         client = nbclient.NotebookClient(
@@ -618,35 +336,6 @@ class Engine:
             job.target.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, job.target)
         return Outcome(job, failure is None, seconds, figures_written(job, started_wall - 1.0), failure)
-
-
-async def _wait_ready(manager, client, timeout: float) -> None:
-    """Wait until the kernel answers on shell *and* its iopub messages reach us.
-
-    Like ``client.wait_for_ready`` but polling in milliseconds rather than tenths of a
-    second: a kernel_info request is repeated until one of its iopub status messages
-    arrives, which proves the iopub subscription is connected (no output can be lost).
-    """
-    from queue import Empty
-
-    deadline = time.monotonic() + timeout
-    while True:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"kernel did not answer within {timeout:.0f} s")
-        msg_id = client.kernel_info()
-        try:
-            while (await client.get_shell_msg(timeout=0.5))["parent_header"].get("msg_id") != msg_id:
-                pass
-        except Empty:
-            if not await manager.is_alive():
-                raise RuntimeError("kernel died before replying to kernel_info") from None
-            continue
-        try:
-            while (await client.get_iopub_msg(timeout=0.02))["parent_header"].get("msg_id") != msg_id:
-                pass
-            return
-        except Empty:
-            continue
 
 
 def _raw_imports(path: Path) -> list[str]:

@@ -14,6 +14,11 @@ its own (``judge.supervise``), never from the process that writes the report:
   wait), and at the end every process the kernel started is killed, including those that left
   its session or its process group: the supervising process is a child subreaper (Linux), so
   an orphan becomes its child and is found by walking its process tree.
+
+Its environment, its command and the reaping of children are the kernel layer's
+(``ragcourse.batch.kernels``), which the batch engine shares; what differs is explicit in
+``submission_environment``. What is this module's own: the user, the folder, the shell-only
+connection with its deadline loop, and killing every descendant.
 """
 from __future__ import annotations
 
@@ -29,9 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-KERNEL_ENV = {"TQDM_DISABLE": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-              "PYDEVD_DISABLE_FILE_VALIDATION": "1", "JUPYTER_PREFER_ENV_PATH": "1", "MPLBACKEND": "agg",
-              "PYTHONDONTWRITEBYTECODE": "1"}
+from ..batch.kernels import KERNEL_ARGUMENTS, kernel_command, kernel_environment, reap_children
+
+MPL_BACKEND = "agg"       # figures are drawn, never shown
+# RAGCOURSE_EMBED_LOG is the test session's record of what the labs ask for: a submission takes no part in it;
+# nor does it see the grader's own settings or a Jupyter server's.
+WITHHELD = ("RAGCOURSE_EMBED_LOG",)
+WITHHELD_PREFIXES = ("RAGCOURSE_GRADE", "JPY_")
 STARTUP_SECONDS = 60.0
 INTERRUPT_SECONDS = 5.0   # after an interrupt, how long the kernel has to answer before it counts as stuck
 POLL_SECONDS = 0.2
@@ -79,7 +88,7 @@ def cannot_run_as(user: Account, folder: Path | None = None) -> str | None:
     probe = ("import os, sys\ntry:\n    os.chdir(sys.argv[1])\nexcept OSError:\n    sys.exit(3)\n"
              "import ipykernel, cloudpickle, ragcourse.exercises.framework")
     try:
-        done = subprocess.run([sys.executable, "-c", probe, where], cwd="/", env=kernel_environment(Path(where)),
+        done = subprocess.run([sys.executable, "-c", probe, where], cwd="/", env=submission_environment(Path(where)),
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=STARTUP_SECONDS,
                               user=user.uid, group=user.gid, extra_groups=[])
     except (OSError, subprocess.SubprocessError) as error:
@@ -134,34 +143,21 @@ def kill_descendants(pid: int | None = None, rounds: int = 50) -> int:
                 process.wait(0.5)
             except psutil.Error:
                 pass
-    _reap()
+    reap_children()  # orphans adopted as a subreaper included
     return killed
 
 
-def _reap() -> None:
-    """Collect the exit status of every finished child (orphans adopted as a subreaper included)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+def submission_environment(folder: Path) -> dict[str, str]:
+    """A submission kernel's environment: quiet and single-threaded, ``WITHHELD`` left out, its home in ``folder``.
 
-
-def kernel_environment(folder: Path) -> dict[str, str]:
-    """This process's environment, quiet and single-threaded, with the kernel's home in its own folder."""
-    # RAGCOURSE_EMBED_LOG is the test session's record of what the labs ask for: a submission takes no part
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RAGCOURSE_GRADE", "JPY_")) and k != "RAGCOURSE_EMBED_LOG"}
-    env.update(KERNEL_ENV)
-    env.update({"HOME": str(folder), "IPYTHONDIR": str(folder / ".ipython"), "MPLCONFIGDIR": str(folder / ".mpl"),
-                "XDG_CACHE_HOME": str(folder / ".cache"), "TMPDIR": str(folder)})
+    It writes no bytecode, and reads the course's embeddings and models where the grader keeps them.
+    """
     cache = Path(os.environ.get("RAGCOURSE_CACHE_DIR") or Path.home() / ".cache" / "ragcourse")
-    env["RAGCOURSE_CACHE_DIR"] = str(cache)      # the course's embeddings, where the grader keeps them
     hub = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    env["HF_HOME"] = hub
-    return env
+    return kernel_environment(MPL_BACKEND, withhold=WITHHELD, withhold_prefixes=WITHHELD_PREFIXES, extra={
+        "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(folder), "IPYTHONDIR": str(folder / ".ipython"),
+        "MPLCONFIGDIR": str(folder / ".mpl"), "XDG_CACHE_HOME": str(folder / ".cache"), "TMPDIR": str(folder),
+        "RAGCOURSE_CACHE_DIR": str(cache), "HF_HOME": hub})
 
 
 @dataclass
@@ -197,13 +193,12 @@ class Kernel:
             for path in (self.folder, runtime, Path(connection)):
                 os.chown(path, self.user.uid, self.user.gid)
             os.chmod(self.folder, 0o700)
-        argv = [sys.executable, "-m", "ipykernel_launcher", "-f", connection, "--HistoryManager.hist_file=:memory:",
-                "--IPKernelApp.parent_handle=0"]
+        argv = kernel_command(connection, *KERNEL_ARGUMENTS, "--IPKernelApp.parent_handle=0")
         extra: dict[str, Any] = {}
         if self.user is not None:
             extra = {"user": self.user.uid, "group": self.user.gid, "extra_groups": []}
         try:
-            self.process = subprocess.Popen(argv, cwd=self.folder, env=kernel_environment(self.folder),
+            self.process = subprocess.Popen(argv, cwd=self.folder, env=submission_environment(self.folder),
                                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL, start_new_session=True, **extra)
         except OSError as error:

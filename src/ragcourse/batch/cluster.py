@@ -49,7 +49,8 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from .runner import Engine, Failure, Job, Outcome, _Loop, _progress_bar
+from .kernels import SignalFreeLoop
+from .runner import Engine, Failure, Job, Outcome, _progress_bar
 from .sweep import results_dir, sweep_jobs
 
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler (or to start local workers)
@@ -149,7 +150,7 @@ def _run_engine(engine: Engine, jobs: list[Job], cancelled) -> tuple[list[Outcom
     watcher = threading.Thread(target=watch, name="ragcourse-sweep-watch", daemon=True)
     watcher.start()
     try:
-        with asyncio.Runner(loop_factory=_Loop) as runner:
+        with asyncio.Runner(loop_factory=SignalFreeLoop) as runner:
             return runner.run(batch()), False
     except asyncio.CancelledError:
         if handle.get("stopped"):

@@ -43,8 +43,6 @@ CELL_TIMEOUT = 600
 STARTUP_TIMEOUT = 120
 FIGURE_SUFFIXES = (".svg", ".png")
 FIGURE_PATTERN = re.compile(r"^(\d\d)-.+\.(svg|png)$")
-_Loop = SignalFreeLoop   # the name batch.cluster imports it by
-_Template = ForkServer   # the name tests/batch/test_template.py reads the server's start command by
 
 
 # -- what to run and what happened ------------------------------------------------------

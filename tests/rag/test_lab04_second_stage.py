@@ -276,6 +276,23 @@ def test_reader_answers_with_cited_sentences_of_admitted_passages():
     assert check_citations(answer, context) == []
 
 
+def test_an_answer_knows_how_close_it_is_to_changing():
+    """``margin`` is the last sentence kept minus the first left out, by the encoder's own scores; the closest
+    call is the smaller of that and the best score's distance from the threshold."""
+    encoder = FakeEncoder()
+    question = "join a sequence of arrays along an existing axis"
+    answer = ExtractiveReader(encoder, sentences=2, threshold=0.3).answer(question, context_of(RANDOM, CONCAT))
+    vectors = encoder.encode([question])
+    sentences = [s for p in (RANDOM, CONCAT) for s in passage_sentences(p.text, lambda t: re.split(r"(?<=[.!?])\s+", t))]
+    scores = sorted((encoder.encode([s])[0] @ vectors[0] for s in sentences), reverse=True)
+    assert len(scores) == 3
+    assert answer.margin == pytest.approx(scores[1] - scores[2], abs=1e-6) and answer.margin >= 0
+    assert answer.closest_call(0.3) == pytest.approx(min(answer.best_score - 0.3, answer.margin), abs=1e-9)
+    assert answer.closest_call(answer.best_score) == 0.0   # a best score on the threshold: no room at all
+    lone = ExtractiveReader(FakeEncoder(), sentences=3, threshold=0.3).answer(question, context_of(RANDOM, CONCAT))
+    assert lone.margin == float("inf")   # nothing left out: only the threshold can change it
+
+
 def test_reader_abstains_on_an_empty_context():
     answer = ExtractiveReader(FakeEncoder()).answer("anything", context_of())
     assert answer.abstained and answer.text == NO_CONTEXT and answer.citations == () and answer.best_score == -1.0

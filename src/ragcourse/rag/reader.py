@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
@@ -88,6 +88,12 @@ class Answer:
     abstained: bool
     evidence: tuple[tuple[str, str, float], ...]   # (sentence, citation, score), best first
     best_score: float
+    margin: float = float("inf")   # the last sentence kept minus the first left out (inf: none left out)
+
+    def closest_call(self, threshold: float) -> float:
+        """How far a score would have to move to change this answer: the smaller of the gap between the
+        best sentence and the threshold and the gap between the last sentence kept and the first left out."""
+        return min(abs(self.best_score - threshold), self.margin)
 
 
 class ExtractiveReader:
@@ -111,10 +117,13 @@ class ExtractiveReader:
         else:
             vectors = np.asarray(self.encoder.encode([question] + [s for s, _ in units]), dtype=np.float32)
             scores = (vectors[1:] @ vectors[0]).tolist()
-            order = _distinct(sorted(range(len(units)), key=lambda i: -scores[i]),
-                              [units[i][0] for i in range(len(units))])[:self.sentences]
+            ranked = _distinct(sorted(range(len(units)), key=lambda i: -scores[i]),
+                               [units[i][0] for i in range(len(units))])
+            order = ranked[:self.sentences]
             evidence = tuple((units[i][0], units[i][1], float(scores[i])) for i in order)
-            result = self._decide(question, evidence)
+            margin = (float(scores[order[-1]]) - float(scores[ranked[self.sentences]])
+                      if len(ranked) > self.sentences else float("inf"))
+            result = replace(self._decide(question, evidence), margin=margin)
         problems = check_citations(result, context)
         if problems:
             raise RuntimeError(f"the reader cited passages that are not in the context: {problems}")

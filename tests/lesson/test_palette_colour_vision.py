@@ -49,11 +49,11 @@ def test_the_colour_conversion_matches_published_values():
     assert np.allclose(cielab(linear_rgb("#FF0000")), [53.24, 80.09, 67.20], atol=0.1)   # sRGB red in CIELAB D65
 
 
-@pytest.mark.parametrize("vision", sorted(MACHADO))
 SERIES_ROLES = sorted({colour for role, colour in PALETTE.items() if role not in ("neutral", "dark")})
 BESIDE_THE_GREY = [PALETTE["neutral"], PALETTE["embedding"], PALETTE["warning"]]   # batch.sweep's figure
 
 
+@pytest.mark.parametrize("vision", sorted(MACHADO))
 @pytest.mark.parametrize("colours", [CYCLE, SERIES_ROLES, BESIDE_THE_GREY], ids=["cycle", "series roles", "sweep"])
 def test_every_pair_stays_apart(vision, colours):
     distance, a, b = closest_pair(colours, vision)

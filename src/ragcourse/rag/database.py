@@ -2,8 +2,10 @@
 
 By default the PyPI package ``pgserver`` starts PostgreSQL 16 (with pgvector) from a data
 folder of our own, in about a second, and stops it when the last handle closes (at the
-latest when the Python process exits). ``$RAGCOURSE_DATABASE_URL`` points the same code
-at an existing server instead; that server needs the ``vector`` extension.
+latest when the Python process exits). A temporary server also gets a watchdog process
+(``rag.watchdog``) that stops it and deletes its folder if this process is killed, which
+skips pgserver's ``atexit`` hook. ``$RAGCOURSE_DATABASE_URL`` points the same code at an
+existing server instead; that server needs the ``vector`` extension.
 
 Every statement is sent with its values as parameters (psycopg 3); identifiers such as a
 schema name are checked against a strict pattern and quoted by ``psycopg.sql``.
@@ -19,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..engines.dense import cache_dir
+from . import watchdog
 
 URL_VARIABLE = "RAGCOURSE_DATABASE_URL"
 SCHEMA_PATTERN = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -54,6 +57,12 @@ class Database:
     embedded: bool
     data_dir: Path | None = None
     _server: object = field(default=None, repr=False)
+    _watchdog: object = field(default=None, repr=False)   # the subprocess.Popen of a temporary server's watchdog
+
+    @property
+    def watchdog_pid(self) -> int | None:
+        """The PID of the watchdog that cleans up after this process if it is killed; None if there is none."""
+        return self._watchdog.pid if self._watchdog is not None else None
 
     def connect(self, autocommit: bool = True, vector: bool = True):
         """A new psycopg connection, with the pgvector type registered unless ``vector=False``.
@@ -114,10 +123,17 @@ class Database:
         return f"PostgreSQL {version.split()[0]} with {vector}, {where}"
 
     def close(self) -> None:
-        """Stop the embedded server (and delete its folder if it was temporary); no-op for a URL."""
+        """Stop the embedded server (and delete its folder if it was temporary); no-op for a URL.
+
+        The watchdog, if any, is ended after the server stopped (it would exit by itself once
+        ``postmaster.pid`` is gone); if stopping fails, it stays, to clean up when this process ends.
+        """
         if self._server is not None:
             self._server.cleanup()
             self._server = None
+        if self._watchdog is not None:
+            watchdog.stop_watchdog(self._watchdog)
+            self._watchdog = None
 
 
 def default_data_dir() -> Path:
@@ -140,13 +156,30 @@ def _start_embedded(data_dir: Path, temporary: bool):
                                       "delete that folder to start a fresh one") from None
 
 
+def _start_watchdog(server):
+    """A watchdog for a temporary server (see ``rag.watchdog`` for why only those); None where it cannot run."""
+    if os.name != "posix":
+        return None
+    from pgserver._commands import POSTGRES_BIN_PATH
+
+    try:
+        return watchdog.start_watchdog(os.getpid(), Path(server.pgdata), POSTGRES_BIN_PATH / "pg_ctl", temporary=True,
+                                       pg_user=getattr(server, "system_user", None),
+                                       lock_file=getattr(server, "lock_path", None))
+    except OSError as error:
+        warnings.warn(f"no watchdog for the embedded PostgreSQL in {server.pgdata} ({error}): if this process is "
+                      "killed, that server keeps running and its folder stays", RuntimeWarning, stacklevel=3)
+        return None
+
+
 def open_database(url: str | None = None, data_dir: str | Path | None = None,
                   temporary: bool = False) -> Database:
     """The database to use: ``url``, else ``$RAGCOURSE_DATABASE_URL``, else the embedded server.
 
     The embedded server keeps its data in ``data_dir`` (default ``<cache dir>/postgres``);
-    ``temporary=True`` uses a fresh folder that is deleted when the database is closed.
-    The extension ``vector`` is created if it is missing.
+    ``temporary=True`` uses a fresh folder that is deleted when the database is closed, or by
+    a watchdog process if this process is killed first. The extension ``vector`` is created
+    if it is missing.
     """
     url = url or os.environ.get(URL_VARIABLE) or None
     if url is not None:
@@ -158,7 +191,8 @@ def open_database(url: str | None = None, data_dir: str | Path | None = None,
             folder = Path(data_dir) if data_dir is not None else default_data_dir()
             folder.parent.mkdir(parents=True, exist_ok=True)
         server = _start_embedded(folder, temporary)
-        database = Database(server.get_uri(), embedded=True, data_dir=folder, _server=server)
+        database = Database(server.get_uri(), embedded=True, data_dir=folder, _server=server,
+                            _watchdog=_start_watchdog(server) if temporary else None)
     database.ensure_vector()
     return database
 

@@ -18,6 +18,11 @@
   where its title was seen and the numpy ids its accepted answer uses; split once into
   ``dev`` and ``test`` (kept in ``data/real_questions.json``). Some answers name objects
   the corpus has no page for: ``coverage`` counts them and ``answerable_in`` keeps the rest.
+- Fresh: more real questions, none in the sets above, collected by the same rules after
+  every design choice of labs 01-04 had been made, each also with the passage of its first
+  judged page that holds the answer (``data/fresh_questions.json``). The file was committed
+  with its sha256 (``FRESH_SHA256``) before any system was scored on it, and a test fails if
+  it changes: it is the confirmatory set that nothing has steered, read once per lab.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ class Question:
     """A query with its id, its text, the ids that answer it (empty: unanswerable), its style and source.
 
     ``source`` is the URL where a real question was seen; empty for the sets the course wrote.
+    ``passage`` (fresh questions only) is an excerpt of the first relevant page that holds the answer.
     """
 
     qid: str
@@ -42,6 +48,7 @@ class Question:
     relevant: tuple[str, ...] = ()
     style: str = ""
     source: str = ""
+    passage: str = ""
 
 
 def self_retrieval(corpus: ApiCorpus) -> list[Question]:
@@ -184,3 +191,51 @@ def answerable_in(corpus: ApiCorpus, questions: list[Question]) -> list[Question
     """The questions ``corpus`` can answer, their ``relevant`` made its pages; print ``coverage`` beside it."""
     resolved = [replace(q, relevant=pages_for(q.relevant, corpus)) for q in questions]
     return [q for q in resolved if q.relevant]
+
+
+# The sha256 of data/fresh_questions.json, committed with the file before any system was scored on it.
+FRESH_SHA256 = "d985ca8f5c168f3cddbc85e758626f8e1aca8bb643e4abc12efd93a633c20809"
+
+
+def fresh_file_bytes() -> bytes:
+    """The fresh set's file as stored (its sha256 is ``FRESH_SHA256``)."""
+    return resources.files(__package__).joinpath("data", "fresh_questions.json").read_bytes()
+
+
+@lru_cache(maxsize=1)
+def _fresh_file() -> dict:
+    return json.loads(fresh_file_bytes().decode("utf-8"))
+
+
+def fresh_questions(corpus: ApiCorpus | None = None) -> list[Question]:
+    """The fresh real questions (style ``real`` or ``real-doubtful``, ``source`` their URL, ``passage`` the
+    answer's excerpt of the first relevant page); with ``corpus``, ids become its pages as in
+    ``real_questions``. Read once per lab, after every choice is made."""
+    questions = [Question(q["qid"], q["question"], tuple(q["relevant"]),
+                          "real-doubtful" if q["doubtful"] else "real", q["url"], q["passage"])
+                 for q in _fresh_file()["questions"]]
+    if corpus is not None:
+        questions = [replace(q, relevant=pages_for(q.relevant, corpus)) for q in questions]
+    return questions
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def passage_chunks(passage: str, chunk_texts: list[str]) -> tuple[int, ...]:
+    """The positions of the chunks (of one page) that hold ``passage``, whitespace aside: every chunk that
+    holds it whole; if a cut split it, the chunks that hold its longest piece (at least a third of it)."""
+    import difflib
+
+    wanted = _flat(passage)
+    whole = tuple(i for i, text in enumerate(chunk_texts) if wanted in _flat(text))
+    if whole or not wanted:
+        return whole
+    pieces = []
+    for i, text in enumerate(chunk_texts):
+        flat = _flat(text)
+        match = difflib.SequenceMatcher(None, wanted, flat, autojunk=False).find_longest_match(0, len(wanted), 0, len(flat))
+        pieces.append(match.size)
+    best = max(pieces, default=0)
+    return tuple(i for i, size in enumerate(pieces) if size == best and size * 3 >= len(wanted))

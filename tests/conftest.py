@@ -105,6 +105,9 @@ NEEDS_EMBEDDINGS = (
     ("tests/site/test_site.py", ("all",)), ("tests/exercises/test_grader_hostile.py", ("all",)),
     ("tests/exercises/test_grader_signals.py", ("all",)), ("tests/exercises/test_lending.py", ("all",)),
     ("tests/batch/test_sweep_cluster.py", ("all",)),
+    # not for the shared cache either (each embeds into caches of its own): they run the real model hard, so they
+    # wait for prepare rather than slow it (and its first estimate) down
+    ("tests/engines/test_batch_invariance.py", ("all",)), ("tests/rag/test_cross_encoder_invariance.py", ("all",)),
 )   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing

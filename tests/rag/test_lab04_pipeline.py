@@ -238,7 +238,7 @@ def test_index_builds_reports_and_checks_a_folder_of_notes(command_env, capsys):
 def test_ask_answers_with_citations_of_the_notes_and_a_trace(command_env, capsys):
     assert run_command(["index", "--corpus", str(command_env)], capsys)[0] == 0
     status, out, err = run_command(["ask", "why did we choose PostgreSQL over SQLite", "--corpus",
-                                    str(command_env), "--json"], capsys)
+                                    str(command_env), "--json", "--reader", "extractive"], capsys)
     assert status == 0, err
     result = json.loads(out)
     assert result["answer"]["citations"] and not result["answer"]["abstained"]
@@ -246,9 +246,27 @@ def test_ask_answers_with_citations_of_the_notes_and_a_trace(command_env, capsys
     assert set(result["answer"]["citations"]) <= admitted
     assert {c.split("#")[0] for c in result["answer"]["citations"]} <= set(NOTES)
     assert result["union_size"] == len(result["fused"]) <= 2 * 60   # the kept system asks 60 a path
-    status, out, _ = run_command(["ask", "why did we choose PostgreSQL", "--corpus", str(command_env), "--trace"],
-                                 capsys)
+    status, out, _ = run_command(["ask", "why did we choose PostgreSQL", "--corpus", str(command_env), "--trace",
+                                  "--reader", "extractive"], capsys)
     assert status == 0 and "reranker: learned combination" in out and "context:" in out
+
+
+def test_ask_writes_an_answer_with_the_model_and_times_each_stage(command_env, capsys):
+    """The default reader is the local model: words, the passages it was given, and each stage's time."""
+    assert run_command(["index", "--corpus", str(command_env)], capsys)[0] == 0
+    status, out, err = run_command(["ask", "why did we choose PostgreSQL over SQLite", "--corpus",
+                                    str(command_env)], capsys)
+    assert status == 0, err
+    answer, given, times = out.rstrip("\n").split("\n")[-3:]
+    assert len(answer.split()) >= 3   # words, not copied sentences with citations
+    assert given.startswith("passages given") and any(f"[{name}#" in given for name in NOTES)
+    assert all(f"{stage} " in times for stage in ("retrieve", "rerank", "first token", "whole answer"))
+    status, out, err = run_command(["ask", "why did we choose PostgreSQL over SQLite", "--corpus",
+                                    str(command_env), "--json"], capsys)
+    result = json.loads(out)
+    assert status == 0 and result["generation"]["model"].startswith("SmolLM2-135M-Instruct@")
+    assert result["generation"]["cached"] and result["generation"]["tokens_out"] > 0   # asked before: from the cache
+    assert result["answer"]["best_score"] is None and result["answer"]["text"]
 
 
 def test_refresh_and_check_see_an_edited_and_a_deleted_note(command_env, tmp_path, capsys):

@@ -131,7 +131,8 @@ def test_the_reader_roles_created_beforehand_need_no_createrole(server, model, n
     url = server[1]("owner_pre", "db_pre")
     status, out, err = run(["index", "--corpus", str(notes), "--schema", "notes"], capsys, url)
     assert status == 0 and "every check passed" in out, err
-    status, out, err = run(["ask", "what does the walrus eat", "--schema", "notes", "--json"], capsys, url)
+    status, out, err = run(["ask", "what does the walrus eat", "--schema", "notes", "--json", "--reader", "extractive"],
+                           capsys, url)
     assert status == 0 and json.loads(out)["answer"]["citations"], err
 
 
@@ -173,7 +174,8 @@ def test_a_privilege_the_server_refuses_anyway_is_one_line(server, model, notes,
     admin, url = server
     status, out, err = run(["index", "--corpus", str(notes), "--schema", "someone_elses"], capsys, url(admin.info.user))
     assert status == 0, err
-    status, _, err = run(["ask", "walrus", "--schema", "someone_elses"], capsys, server[1]("intruder"))
+    status, _, err = run(["ask", "walrus", "--schema", "someone_elses", "--reader", "extractive"], capsys,
+                         server[1]("intruder"))
     line = the_error(err)
     assert status == 1 and "the database refused a reader session for tenant 'public'" in line
     assert "README" in line
@@ -193,7 +195,7 @@ def test_two_folders_load_two_tenants_and_ask_answers_from_each_alone(model, tmp
     answers = {}
     for tenant in ("team-a", "team-b"):
         status, out, err = run(["ask", "what does the walrus eat", "--schema", "shared", "--tenant", tenant,
-                                "--json"], capsys)
+                                "--json", "--reader", "extractive"], capsys)
         assert status == 0, err
         answers[tenant] = json.loads(out)
     rows = lambda result: [r["citation"] for stage in ("full_text", "dense", "fused") for r in result[stage]]  # noqa: E731

@@ -2,9 +2,12 @@
 
   python -m ragcourse ask "how do I join two arrays end to end" [--json] [--trace]
   python -m ragcourse ask "what did we decide" --tenant a   # answered from tenant a's rows alone
+  python -m ragcourse ask "..." --reader extractive          # copied sentences instead of written words
 
 It runs lab 04's kept system (``labs.ladder.KEPT``) over the index ``index`` built; which
-database, corpus folder and schema: ``ragcourse.cli.postgres``.
+database, corpus folder and schema: ``ragcourse.cli.postgres``. The answer is written by the local
+model (``rag.generator``) from the admitted passages and printed as it is produced, each ``[n]`` as
+the ``[page#chunk]`` it cites; then the time of each stage (retrieve, rerank, first token, whole answer).
 Exit status: 0 answered, 1 an unusable database or index, 2 a bad argument or question.
 """
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 from pathlib import Path
 
 from ..batch.contract import UsageError
+from ..rag.generator import ABSTAIN
 from .postgres import open_index, privileges, require_index, schema_for
 
 
@@ -27,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or --corpus says otherwise (default: public)")
     parser.add_argument("--json", action="store_true", help="the answer and its whole trace as one JSON object")
     parser.add_argument("--trace", action="store_true", help="print every stage after the answer")
+    parser.add_argument("--reader", choices=("generator", "extractive"), default="generator",
+                        help="who writes the answer: the local language model (default) or the extractive reader")
     parser.add_argument("--reranker-model", metavar="PATH",
                         help="a sentence-transformers CrossEncoder folder to rerank with (default: MiniLM max-sim)")
 
@@ -48,12 +54,38 @@ def run(args: argparse.Namespace, out) -> int:
         with privileges(f"a reader session for tenant {tenant!r}"):
             require_index(index, schema, args.corpus, args.tenant)
             reranker = None if args.reranker_model is None else make_reranker(index.encoder, args.reranker_model)
-            baseline = KEPT.pipeline(index, index.encoder, reranker=reranker)
+            reader = None
+            if args.reader == "generator":
+                from ..rag.generator import GeneratingReader
+
+                reader = GeneratingReader()
+                reader.generator.model   # loaded before the question, so the stage times below are the answer's
+                stream = CitationStream(out) if not args.json else None
+                reader.on_text = stream
+            baseline = KEPT.pipeline(index, index.encoder, reranker=reranker, reader=reader)
             trace = baseline.ask(question, tenant)
         if args.json:
-            print(json.dumps(trace.to_dict(), ensure_ascii=False), file=out)
+            result = trace.to_dict()
+            if reader is not None:
+                result["generation"] = generation_dict(reader)
+            print(json.dumps(result, ensure_ascii=False), file=out)
             return 0
-        print(trace.answer.text, file=out)
+        if reader is None:
+            print(trace.answer.text, file=out)
+        else:
+            stream.close()
+            if trace.answer.abstained and ABSTAIN.lower() not in trace.answer.text.lower():
+                print(ABSTAIN, file=out)
+            made = reader.last
+            cited = set(trace.answer.citations)
+            given = "  ".join(f"[{sp.passage.citation}]{'*' if sp.passage.citation in cited else ''}"
+                              for sp in reader.last_prompt.passages)
+            print(f"passages given (numbered in this order{'; * cited' if cited else ''}): {given or 'none'}", file=out)
+            retrieve = sum(v for k, v in trace.seconds.items() if k not in ("rerank", "assemble", "read"))
+            print(f"({len(trace.context.admitted)} passages, {made.tokens_in} prompt tokens, {made.tokens_out} "
+                  f"written{', from the generation cache' if made.cached else ''}; seconds: retrieve {retrieve:.2f}, "
+                  f"rerank {trace.seconds['rerank']:.2f}, first token {made.first_token_seconds:.2f}, "
+                  f"whole answer {trace.seconds['read']:.2f})", file=out)
         if args.trace:
             print("", file=out)
             for line in trace.lines():
@@ -62,3 +94,43 @@ def run(args: argparse.Namespace, out) -> int:
     finally:
         index.close()
         database.close()
+
+
+class CitationStream:
+    """Prints generated text as it arrives, each complete ``[n]`` written as the passage it names."""
+
+    def __init__(self, out):
+        self.out, self.pending, self.prompt = out, "", None
+
+    def __call__(self, piece: str) -> None:
+        import re
+
+        self.pending += piece
+        cut = self.pending.rfind("[")
+        ready, self.pending = ((self.pending, "") if cut < 0 or "]" in self.pending[cut:]
+                               else (self.pending[:cut], self.pending[cut:]))
+        if ready:
+            print(self._named(ready), end="", file=self.out, flush=True)
+        if len(self.pending) > 8 and not re.fullmatch(r"\[\d{0,3}", self.pending):   # not a citation after all
+            print(self.pending, end="", file=self.out, flush=True)
+            self.pending = ""
+
+    def _named(self, text: str) -> str:
+        from ..rag.generator import with_citations
+
+        return with_citations(self.prompt, text) if self.prompt is not None else text
+
+    def close(self) -> None:
+        print(self._named(self.pending), file=self.out, flush=True)
+        self.pending = ""
+
+
+def generation_dict(reader) -> dict:
+    """What ``--json`` adds for a generated answer: the model, the tokens, the times and the cited passages."""
+    made, prompt = reader.last, reader.last_prompt
+    from ..rag.generator import with_citations
+
+    return {"model": reader.generator.fingerprint, "text": with_citations(prompt, made.text),
+            "tokens_in": made.tokens_in, "tokens_out": made.tokens_out, "passages_cut": prompt.cut,
+            "first_token_seconds": round(made.first_token_seconds, 4), "seconds": round(made.seconds, 4),
+            "cached": made.cached, "stopped": made.stopped}

@@ -9,6 +9,7 @@ be followed back from the reader to the rows it came from.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
@@ -62,7 +63,8 @@ class Trace:
         return {
             "question": self.question, "tenant": self.tenant,
             "answer": {"text": self.answer.text, "citations": list(self.answer.citations),
-                       "abstained": self.answer.abstained, "best_score": round(self.answer.best_score, 6)},
+                       "abstained": self.answer.abstained,
+                       "best_score": None if math.isnan(self.answer.best_score) else round(self.answer.best_score, 6)},
             "full_text": rows(self.candidates.full_text), "dense": rows(self.candidates.dense),
             "fused": rows(self.candidates.fused), "union_size": self.candidates.union_size,
             "reranker": {"name": self.reranked.name, "truncated": self.reranked.truncated,

@@ -202,6 +202,7 @@ class Agreement:
     read: int                      # answers in the reading
     matched: int                   # of them, answers this run wrote with the same text (the rest are not compared)
     agree: dict[str, int]          # measure -> answers where the measure and the reading agree
+    over: dict[str, int]           # measure -> answers where the measure says yes and the reading no
     disagreements: dict[str, str]  # measure -> where they differ, as "condition qid; ..."
 
 
@@ -218,6 +219,7 @@ def reading_agreement(reads: Sequence[Read], path: Path = READINGS) -> Agreement
     readings = json.loads(Path(path).read_text(encoding="utf-8"))["answers"]
     by_key = {(r.condition, r.question.qid): r for r in reads}
     agree = dict.fromkeys(MEASURES, 0)
+    over = dict.fromkeys(MEASURES, 0)
     differ: dict[str, list[str]] = {m: [] for m in MEASURES}
     matched = 0
     for reading in readings:
@@ -229,7 +231,8 @@ def reading_agreement(reads: Sequence[Read], path: Path = READINGS) -> Agreement
             if bool(getattr(r.marks, measure)) == bool(reading[measure]):
                 agree[measure] += 1
             else:
+                over[measure] += bool(getattr(r.marks, measure))
                 differ[measure].append(f"{reading['condition']} {reading['qid']}")
     shown = {m: "; ".join(found[:2]) + (f"; +{len(found) - 2} more" if len(found) > 2 else "")
              for m, found in differ.items()}
-    return Agreement(len(readings), matched, agree, shown)
+    return Agreement(len(readings), matched, agree, over, shown)

@@ -171,6 +171,7 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
 
 
+# (lab 04: 110 s warm, about 650 cold, when it generates its 180 answers.)
 # The files that take longest, in seconds, as measured in a warm ``make test`` (a timeline of each worker,
 # 2026-12-02; the grader's files of 2026-12-03 scaled from a run under load 6, 527 s then for the 160 s
 # measured here); the others take a few seconds each. Only their order matters: xdist gives a worker its next
@@ -180,7 +181,7 @@ SECONDS = {
     "tests/exercises/test_grading_masters.py": 77, "tests/exercises/test_grader_signals.py": 12,
     "tests/exercises/test_lending.py": 8,
     "tests/test_notebook_runs.py": 45,
-    "notebooks/labs/04-postgres-baseline.ipynb": 110, "tests/test_browser_labs.py": 60,
+    "notebooks/labs/04-postgres-baseline.ipynb": 650, "tests/test_browser_labs.py": 60,
     "tests/site/test_site.py": 85, "tests/exercises/test_exercise_checks.py": 68,
     "tests/exercises/test_lab_exercises.py": 31, "tests/retrieval/test_library_crosschecks.py": 29,
     "notebooks/labs/03-rag-practice.ipynb": 28, "notebooks/labs/02-evaluation-chunks-and-dense.ipynb": 26,

@@ -90,12 +90,12 @@ def stopped_run(tmp_path: Path, stop: str, command: list[str]) -> tuple[list[str
         os.kill(grader.pid, signal.SIGTERM)
     else:
         os.killpg(grader.pid, signal.SIGINT)   # Ctrl-C: the terminal signals the whole foreground group
-    try:
-        grader.wait(timeout=60)
+    try:   # seconds when the machine is quiet; in make test lab 04 may be generating on both cores beside it
+        grader.wait(timeout=STOP_WITHIN)
     except subprocess.TimeoutExpired:
         grader.kill()
         grader.wait()
-        return ["the grader did not stop within 60 s"], running, temporary
+        return [f"the grader did not stop within {STOP_WITHIN} s"], running, temporary
     left = []
     time.sleep(1)   # the last kills land (a process killed by the grader may still be shutting down)
     survivors = [p for p in running if alive(p)]
@@ -111,6 +111,9 @@ def stopped_run(tmp_path: Path, stop: str, command: list[str]) -> tuple[list[str
     if grader.returncode == 0:
         left.append("exit status 0")
     return left, running, temporary
+
+
+STOP_WITHIN = 150   # one run beside lab 04's cold generation took more than 60 s
 
 
 def clean(running: list[psutil.Process], temporary: Path) -> None:

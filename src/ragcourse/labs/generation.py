@@ -131,6 +131,26 @@ def generated_conditions(runs: SettingRuns, setting: Setting, questions: Sequenc
     return reads
 
 
+def passages_of(chunks: Sequence) -> tuple[ScoredPassage, ...]:
+    """Chunks of the in-memory labs (``TextChunk``: ``doc_id``, ``position``, ``text``) as the passages the
+    generator numbers, in order; each cites ``page.md#position``."""
+    from ..rag.passages import Passage
+
+    return tuple(ScoredPassage(Passage(i, f"{c.doc_id}.md", c.position, 0, len(c.text), c.text), 1.0, i + 1)
+                 for i, c in enumerate(chunks))
+
+
+def generated_reads(condition: str, questions: Sequence[Question], passages: Sequence[Sequence[ScoredPassage]],
+                    reader: GeneratingReader, names: NameIndex) -> list[Read]:
+    """One ``Read`` per question: the model's answer from that question's passages (cached after the first run)."""
+    if len(passages) != len(questions):
+        raise ValueError(f"passages must hold one list per question: {len(passages)} for {len(questions)} questions")
+    prompts = [reader.generator.prompt(q.text, tuple(given)) for q, given in zip(questions, passages)]
+    made = reader.answer_many(prompts, desc=f"{len(prompts)} answers")
+    return [Read(condition, q, prompt, answer, generation, mark(answer, prompt.passages, q.relevant, names))
+            for q, prompt, (answer, generation) in zip(questions, prompts, made)]
+
+
 def generation_row(name: str, reads: Sequence[Read]) -> GenerationRow:
     """The averages of one condition."""
     mean = statistics.fmean

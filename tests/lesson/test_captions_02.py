@@ -88,10 +88,30 @@ def test_both_hit_rates_of_both_models_over_all_swept_dimensions_on_a_base_2_axi
 
 def test_the_band_is_the_steepest_fall_of_the_mean_class_hit_rate_8_to_4(data, text):
     assert "The shaded band marks the step with the steepest fall of the two models' mean class hit rate" in text["caption"]
-    assert "The cliff sits between 8 and 4 dimensions." in text["sweep"]
+    assert ("In the table's sweep the steepest fall of the two models' mean class hit rate is the step from 8 to 4"
+            in text["sweep"])
+    assert "mean class hit rate falls most from **8** to **4** dimensions" in text["summary"]
     assert band(data) == (4, 8)
     others = [fall for i, fall in enumerate(data["falls"]) if SWEEP_DIMENSIONS[i] != 8]
     assert data["falls"][SWEEP_DIMENSIONS.index(8)] > max(others)     # not a tie broken by position
+
+
+def test_in_the_band_model_1_falls_0_40_and_model_2_no_more_than_from_16_to_8(data, text):
+    assert "model 1 loses 0.4000 there, while model 2's 0.1250 is no more than its step from 16 to 8" in text["sweep"]
+    step = {which: at(data, "class_hit", which, 8) - at(data, "class_hit", which, 4) for which in (0, 1)}
+    assert round(step[0], 4) == 0.4000 and round(step[1], 4) == 0.1250
+    assert step[1] <= at(data, "class_hit", 1, 16) - at(data, "class_hit", 1, 8) + 1e-12
+
+
+def test_below_the_band_both_class_curves_fall_further_than_across_it(data, text):
+    assert ("from 4 to 2, one more halving, the finer sweep has model 1 losing 0.4250 (to 0.1750) and model 2 0.2500"
+            " (to 0.4500), each more than from 8 to 4") in text["sweep"]
+    assert "the finer sweep shows both models falling further down to 2 (0.1750 and 0.4500)" in text["summary"]
+    for which, (lost, end) in enumerate(((0.4250, 0.1750), (0.2500, 0.4500))):
+        assert round(at(data, "class_hit", which, 4) - at(data, "class_hit", which, 2), 4) == lost
+        assert round(at(data, "class_hit", which, 2), 4) == end
+        assert (at(data, "class_hit", which, 4) - at(data, "class_hit", which, 2)
+                > at(data, "class_hit", which, 8) - at(data, "class_hit", which, 4))
 
 
 def test_the_dotted_line_is_the_out_of_domain_model_1(data, text):
@@ -109,12 +129,20 @@ def test_the_concept_curves_cross_more_than_once_and_settle_into_no_order(data, 
     assert len(set(above_band)) == 2                                  # still changing order above the band
 
 
-def test_the_class_curves_stay_near_the_top_until_the_band_then_drop_together(data, text):
-    assert "the class curves stay close to the top until the shaded step and then drop together" in text["reading"]
+def test_the_class_curves_fall_at_different_points(data, text):
+    assert ("the class curves fall at different points: model 1's stays at 0.9500 or above down to 6 dimensions,"
+            " inside the shaded step, while model 2's leaves 1.0000 at 16 and moves unevenly (0.8250 at 8, 0.9000 at 6);"
+            " from 4 down to 2 both keep falling, model 1's to 0.1750 and model 2's to 0.4500") in text["reading"]
     low, high = band(data)
-    for which in (0, 1):
-        assert min(at(data, "class_hit", which, d) for d in data["dims"] if d > high) >= 0.95
-        assert at(data, "class_hit", which, low) < at(data, "class_hit", which, high)
+    assert low < 6 < high                                             # 6 lies inside the shaded step
+    first = {d: at(data, "class_hit", 0, d) for d in data["dims"]}
+    second = {d: at(data, "class_hit", 1, d) for d in data["dims"]}
+    assert min(v for d, v in first.items() if d >= 6) >= 0.95 and first[4] < 0.95
+    assert max(d for d, v in second.items() if v < 1.0) == 16           # the first dimension, from the right, below 1
+    assert round(second[8], 4) == 0.8250 and round(second[6], 4) == 0.9000 and second[6] > second[8]
+    for curve in (first, second):
+        assert curve[4] > curve[3] > curve[2]
+    assert round(first[2], 4) == 0.1750 and round(second[2], 4) == 0.4500
 
 
 def test_the_dotted_line_is_below_every_in_domain_point_down_to_3_dimensions(data, text):

@@ -110,7 +110,6 @@ def test_the_whisker_spans_the_lowest_to_highest_accuracy_over_the_seeds(data, t
 
 def test_the_in_domain_whisker_is_flat_and_the_other_two_span_the_threshold(data, text):
     assert "and **0.0000** for the in-domain pipeline" in text["prose"]
-    assert "The model that was handed the right source does not care about the seed" in text["prose"]
     spreads = {setup: max(values) - min(values) for setup, values in data["seeds"].items()}
     assert spreads["retrieval"] == 0.0
     assert f"{spreads['no retrieval']:.4f}" == f"{spreads['wrong chunks']:.4f}" == "0.0750"

@@ -47,7 +47,8 @@ exercises: $(STAMP)
 ## All tests: package, nbval, documented outputs, hygiene, other seeds, command line, browser
 ## (`prepare` embeds the labs' texts beside the tests that need none; those that need them run last)
 test: $(STAMP) $(SITE_STAMP)
-	RAGCOURSE_PREPARE=background TQDM_DISABLE=1 $(PY) -m pytest -ra -n 2 --dist loadfile --durations=15 --nbval --nbval-current-env -p no:cacheprovider tests notebooks
+	RAGCOURSE_PREPARE=background TQDM_DISABLE=1 $(PY) -m pytest -ra -n 2 --dist loadfile --durations=15 --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider tests notebooks
 
 ## Package tests only (seconds; RAGCOURSE_PREPARED=1 leaves the labs' texts to the few tests that embed them)
 test-fast: $(STAMP)

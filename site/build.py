@@ -10,7 +10,9 @@ What it does, in order:
    notebooks (``notebooks/`` itself is only read). In the copies, a figure cell that writes
    ``figures/NN-name.svg`` with ``save_figure`` also gets that committed SVG beside its stored
    PNG, so the page shows the sharp vector figure; a link to the repository's README points at
-   the landing page instead.
+   the landing page instead. Each figure's description (the ``alt`` that ``show_figure`` puts in
+   the output's metadata, else its text when that is not matplotlib's ``<Figure size ...>``)
+   becomes the ``alt`` of its ``<img>``; a figure without one is listed in the build log.
 2. Picks what goes in: the lessons (``notebooks/NN-*.ipynb``), the labs
    (``notebooks/labs/NN-*.ipynb``) and whatever student exercise notebooks exist under
    ``notebooks/exercises/`` at build time. Never a folder named ``masters`` or ``solutions``,
@@ -20,7 +22,9 @@ What it does, in order:
    libraries its modules import that this environment lacks are mocked for autodoc.
 4. Writes ``_toc.yml`` and ``_config.yml``, copies MathJax 2.7 beside ``_static`` (no CDN), and
    runs ``jupyter-book build --warningiserror --keep-going``.
-5. Moves the HTML to ``OUT`` (``build/site/index.html`` is the landing page).
+5. Moves the HTML to ``OUT`` (``build/site/index.html`` is the landing page). An ``<img>`` whose
+   ``alt`` is only its own file name (docutils writes that when a figure has no description) loses
+   it, so the accessibility check (``tests/site/test_site.py``) counts it as an image without alt.
 """
 from __future__ import annotations
 
@@ -49,6 +53,9 @@ FORBIDDEN_FOLDERS = {"masters", "master", "solutions", "solution"}
 FORBIDDEN_WORDS = ("solution", "master")
 SAVE_FIGURE = re.compile(r"save_figure\(\s*\w+\s*,\s*[\"']([^\"']+)[\"']")
 MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
+INLINE_FIGURE_TEXT = re.compile(r"^<Figure size \d+x\d+ with \d+ Axes>$")   # matplotlib's text for a figure
+FIGURE_HTML_CLASS = "ragcourse-figure"       # ragcourse.lesson.figures.FIGURE_CLASS (not imported: no matplotlib here)
+FILE_NAME_ALT = re.compile(r'<img alt="([^"]+)" src="\1"')
 SITE_FILES_NOT_COPIED = {"build.py", "requirements.txt", "__pycache__", "_config.yml"}
 
 
@@ -112,6 +119,63 @@ def add_svg_figures(notebook: Path, nb: dict) -> int:
     return added
 
 
+def figure_outputs(cell: dict) -> list[dict]:
+    """The outputs of a code cell that show a figure (a PNG)."""
+    return [o for o in cell.get("outputs", [])
+            if o.get("output_type") in ("display_data", "execute_result") and "image/png" in o.get("data", {})]
+
+
+def figure_description(output: dict) -> str | None:
+    """A figure output's description: its PNG's ``alt`` metadata, else its text unless that is
+    matplotlib's ``<Figure size ...>``; None when it has neither."""
+    alt = output.get("metadata", {}).get("image/png", {}).get("alt")
+    text = alt if isinstance(alt, str) else "".join(output.get("data", {}).get("text/plain", ""))
+    text = " ".join(text.split())
+    return text if text and not INLINE_FIGURE_TEXT.match(text) else None
+
+
+def describe_figures(notebook: Path, nb: dict) -> list[int]:
+    """Give each figure cell's images its description as ``alt``; returns the undescribed figures' cells.
+
+    myst-nb takes an image's ``alt`` from the cell's metadata (``mystnb.image.alt``), not from the
+    output's, so the description goes there; a cell with two differently described figures stops
+    the build (one figure per cell). The HTML ``<img>`` that ``show_figure`` adds for JupyterLab is
+    dropped from the copy, so the page shows the PNG (or the committed SVG) with that ``alt``."""
+    undescribed = []
+    for index, cell in enumerate(nb.get("cells", [])):
+        if cell.get("cell_type") != "code" or not (outputs := figure_outputs(cell)):
+            continue
+        descriptions = [figure_description(o) for o in outputs]
+        for output in outputs:
+            markup = "".join(output["data"].get("text/html", ""))
+            if markup.startswith(f'<img class="{FIGURE_HTML_CLASS}"'):
+                del output["data"]["text/html"]
+        if None in descriptions:
+            undescribed += [index] * descriptions.count(None)
+            continue
+        if len(set(descriptions)) > 1:
+            raise SystemExit(f"site: {notebook.relative_to(ROOT)}: cell {index} shows {len(descriptions)} figures "
+                             "with different descriptions; the site gives a cell one alt (one figure per cell)")
+        image = cell.setdefault("metadata", {}).setdefault("mystnb", {}).setdefault("image", {})
+        image["alt"] = descriptions[0]
+    return undescribed
+
+
+def drop_file_name_alts(site: Path) -> int:
+    """Remove ``alt="<its own src>"`` from every page's images; returns how many were removed.
+
+    docutils writes an image's file name as its ``alt`` when it has none: a screen reader would
+    read a hash. Without it, the image counts as one without alt text, which it is."""
+    removed = 0
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        fixed, count = FILE_NAME_ALT.subn(r'<img src="\1"', text)
+        if count:
+            page.write_text(fixed, encoding="utf-8")
+            removed += count
+    return removed
+
+
 def retarget_links(notebook: Path, staged: Path, book: Path, nb: dict, published: set[Path]) -> None:
     """Relative links in the markdown cells of a staged copy, for the book.
 
@@ -164,6 +228,10 @@ def stage_notebook(notebook: Path, book: Path, published: set[Path]) -> Path:
     staged.parent.mkdir(parents=True, exist_ok=True)
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     add_svg_figures(notebook, nb)
+    undescribed = describe_figures(notebook, nb)
+    if undescribed:
+        print(f"site: {notebook.relative_to(ROOT)}: {len(undescribed)} figure(s) without a description "
+              f"(cell {', '.join(map(str, undescribed))}): no alt text on the page")
     retarget_links(notebook, staged, book, nb, published)
     staged.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return staged
@@ -361,9 +429,11 @@ def build(out: Path, work: Path) -> float:
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(work / "_build" / "html"), str(out))
+    without_alt = drop_file_name_alts(out)
     seconds = time.monotonic() - started
     print(f"site: {len(staged['lessons'])} lessons, {len(staged['labs'])} labs, "
-          f"{len(staged['exercises'])} exercise notebooks; built in {seconds:.0f} s; "
+          f"{len(staged['exercises'])} exercise notebooks; {without_alt} image(s) without alt text; "
+          f"built in {seconds:.0f} s; "
           f"open {os.path.relpath(out / 'index.html')} or run "
           f"`python -m http.server -d {os.path.relpath(out)}`")
     return seconds

@@ -67,8 +67,50 @@ def lesson_notebook(lesson: int) -> Path:
     return path
 
 
-__all__ = ["ALL_LESSONS", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "blocks_in_order",
-           "documented_blocks", "normalise_block", "lesson_notebook", "stored_stdout"]
+# The accessibility check (issue 53): axe-core, as bundled by axe-playwright-python (pinned in requirements.txt;
+# its axe.min.js is injected into the page, nothing is fetched), run in the headless Chromium the browser tests
+# drive. A finding is one rule failed by one element; "serious" and "critical" ones fail a test.
+AXE_BLOCKING = ("serious", "critical")
+
+AXE_RUN = """async ([selector, marker]) => {
+  if (selector && !document.querySelector(selector)) throw new Error('no element matches ' + selector);
+  const results = await axe.run(selector ? {include: [selector]} : document, {resultTypes: ['violations']});
+  return results.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map((n) => {
+      const element = document.querySelector(n.target[0]);
+      return {target: n.target.join(' '), html: n.html.slice(0, 200),
+              marked: Boolean(marker && element && element.closest(marker))};
+    })}));
+}"""
+
+
+def axe_findings(page, selector: str | None = None, marker: str | None = None) -> list[dict]:
+    """axe-core's violations on ``page`` (within every element ``selector`` matches, else the whole document).
+
+    Each is ``{id, impact, help, nodes}``; a node is ``{target, html, marked}``, ``marked`` when the
+    element sits inside ``marker`` (a CSS selector: e.g. a notebook's cell outputs)."""
+    try:
+        from axe_playwright_python.base import AXE_SCRIPT
+    except ImportError:
+        pytest.fail("axe-playwright-python is not installed: .venv/bin/pip install -r requirements.txt", pytrace=False)
+    if not page.evaluate("() => typeof window.axe === 'object' && typeof window.axe.run === 'function'"):
+        page.evaluate(AXE_SCRIPT)   # as axe-playwright-python's Axe.run does: no <script> added to the page
+    return page.evaluate(AXE_RUN, [selector, marker])
+
+
+def axe_counts(findings: list[dict]) -> dict[str, int]:
+    """``"rule (impact)"`` -> elements, over a list of findings (of one page or many)."""
+    counts: dict[str, int] = {}
+    for finding in findings:
+        key = f"{finding['id']} ({finding['impact']})"
+        counts[key] = counts.get(key, 0) + len(finding["nodes"])
+    return dict(sorted(counts.items()))
+
+
+__all__ = ["ALL_LESSONS", "AXE_BLOCKING", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "axe_counts",
+           "axe_findings", "blocks_in_order", "documented_blocks", "normalise_block", "lesson_notebook",
+           "stored_stdout"]
 
 
 # Every text the labs embed is embedded once, before the first test that needs it (``python -m ragcourse
@@ -174,7 +216,8 @@ def pytest_configure(config):
 # (lab 04: 110 s warm, about 650 cold, when it generates its 180 answers.)
 # The files that take longest, in seconds, as measured in a warm ``make test`` (a timeline of each worker,
 # 2026-12-02; the grader's files of 2026-12-03 scaled from a run under load 6, 527 s then for the 160 s
-# measured here); the others take a few seconds each. Only their order matters: xdist gives a worker its next
+# measured here; the site's of 2026-12-05 alone under load 5: 374 s, 310 of them axe-core on 60 pages in two
+# colour modes); the others take a few seconds each. Only their order matters: xdist gives a worker its next
 # file when the one it runs is nearly done, so two long files handed out last would run one after the other.
 SECONDS = {
     "tests/test_browser.py": 40, "tests/exercises/test_exercise_grading.py": 60,
@@ -182,7 +225,7 @@ SECONDS = {
     "tests/exercises/test_lending.py": 8,
     "tests/test_notebook_runs.py": 45,
     "notebooks/labs/04-postgres-baseline.ipynb": 650, "tests/test_browser_labs.py": 60,
-    "tests/site/test_site.py": 85, "tests/exercises/test_exercise_checks.py": 68,
+    "tests/site/test_site.py": 380, "tests/exercises/test_exercise_checks.py": 68,
     "tests/exercises/test_lab_exercises.py": 31, "tests/retrieval/test_library_crosschecks.py": 29,
     "notebooks/labs/03-rag-practice.ipynb": 28, "notebooks/labs/02-evaluation-chunks-and-dense.ipynb": 26,
     "notebooks/labs/01-lexical-baseline.ipynb": 22, "tests/rag/test_lab04_database.py": 20,

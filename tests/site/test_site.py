@@ -11,6 +11,12 @@ of its first printed table, each page at least one figure that loads; no page as
 anything outside the site; the search page finds "reciprocal rank fusion". Screenshots of the
 landing page, a lesson, a lab, the API reference and a search go to ``test-output/site/``.
 
+Accessibility (issue 53): axe-core (``conftest.axe_findings``) checks every page in the light and
+in the dark colour mode (Chromium's ``prefers-color-scheme``, which the theme follows): any serious
+or critical finding fails, and the counts per rule go to ``test-output/site/axe-MODE.json``. One
+rule is pending: figures whose notebook cell does not yet describe them (``show_figure``) have no
+alt text; they are counted apart, and a strict ``xfail`` says how many remain.
+
 The whole module carries the ``browser`` marker: the build takes half a minute, too slow for
 ``make test-fast``. Without Playwright or Chromium the browser tests skip, unless
 ``RAGCOURSE_REQUIRE_BROWSER=1`` (CI), where that is an error; the build and the link checks
@@ -22,6 +28,7 @@ import functools
 import hashlib
 import html.parser
 import http.server
+import json
 import os
 import re
 import subprocess
@@ -32,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import stored_stdout
+from conftest import AXE_BLOCKING, axe_counts, axe_findings, stored_stdout
 
 pytestmark = pytest.mark.browser
 
@@ -209,6 +216,55 @@ def test_every_internal_link_resolves(built_site):
     assert not broken, f"{len(broken)} broken links, first ones:\n" + "\n".join(broken[:20])
 
 
+def _load_build_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("site_build", ROOT / "site" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_figure_descriptions_become_the_cells_alt(tmp_path):
+    """build.py: an output's ``alt`` (else its described text) becomes the cell's image alt for myst-nb;
+    matplotlib's ``<Figure size ...>`` is no description; the HTML <img> for JupyterLab is dropped."""
+    build = _load_build_module()
+
+    def figure(text, alt=None, html=None):
+        data = {"image/png": "iVBORw0KGgo=", "text/plain": [text]}
+        if html:
+            data["text/html"] = [html]
+        return {"output_type": "display_data", "data": data,
+                "metadata": {"image/png": {"alt": alt}} if alt else {}}
+
+    described = {"cell_type": "code", "metadata": {}, "source": "show_figure(fig, d)", "outputs": [
+        figure("Recall against k: a rises from 0.1 to 0.5.", alt="Recall against k: a rises from 0.1 to 0.5.",
+               html='<img class="ragcourse-figure" src="data:image/png;base64,iVBORw0KGgo=" alt="Recall">'),
+        {"output_type": "display_data", "data": {"text/html": ["<details>...</details>"], "text/plain": ["v"]},
+         "metadata": {}}]}
+    text_only = {"cell_type": "code", "metadata": {"mystnb": {"image": {"width": "80%"}}}, "source": "",
+                 "outputs": [figure("Share against k, from 1 to 5.")]}
+    plain = {"cell_type": "code", "metadata": {}, "source": "plt.show()",
+             "outputs": [figure("<Figure size 700x400 with 2 Axes>")]}
+    nb = {"cells": [{"cell_type": "markdown", "source": "x"}, described, text_only, plain]}
+    notebook = NOTEBOOKS / "01-example.ipynb"
+    assert build.describe_figures(notebook, nb) == [3]
+    assert described["metadata"]["mystnb"]["image"]["alt"] == "Recall against k: a rises from 0.1 to 0.5."
+    assert "text/html" not in described["outputs"][0]["data"], "the page would show the data-URI PNG, not the SVG"
+    assert described["outputs"][1]["data"]["text/html"] == ["<details>...</details>"]
+    assert text_only["metadata"]["mystnb"]["image"] == {"width": "80%", "alt": "Share against k, from 1 to 5."}
+    assert "mystnb" not in plain["metadata"]
+
+    two = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [figure("one"), figure("two")]}
+    with pytest.raises(SystemExit, match="one figure per cell"):
+        build.describe_figures(notebook, {"cells": [two]})
+
+    page = tmp_path / "page.html"
+    page.write_text('<img alt="../_images/a.svg" src="../_images/a.svg" /><img alt="A figure." src="b.svg" />')
+    assert build.drop_file_name_alts(tmp_path) == 1
+    assert page.read_text() == '<img src="../_images/a.svg" /><img alt="A figure." src="b.svg" />'
+
+
 def test_lab_tables_are_found():
     """The lab check below needs a table header in each lab's stored output."""
     for number, notebook in LABS.items():
@@ -350,3 +406,118 @@ def test_screenshots_for_a_reader(reader, site_url):
         getComputedStyle(document.querySelector('div.cell_output .output')).backgroundColor]""")
     assert code != output, f"code cells and outputs share the background {code}"
     assert not reader.outside_requests, f"pages asked for {reader.outside_requests}"
+
+
+# ---------------------------------------------------------------------------- accessibility (issue 53)
+
+MODES = ("light", "dark")
+PENDING_RULE = "image-alt"          # figures of notebooks whose figure cell does not call show_figure yet
+FIGURE = "div.cell_output"          # where a notebook's figures sit on a page
+FIGURES_BEFORE_SHOW_FIGURE = 20     # the lessons' and labs' figures before issue 53: the pending count only falls
+
+PAGE_STATE = """() => {
+  const figures = [...document.querySelectorAll('div.cell_output img')].map((img) => {
+    const style = getComputedStyle(img);
+    return {background: style.backgroundColor, filter: style.filter};
+  });
+  return {theme: document.documentElement.dataset.theme, figures};
+}"""
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every page of the site, but ``_static`` and the landing stub (``index.html`` only redirects)."""
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                  if "_static" not in p.relative_to(site).parts and p.relative_to(site).as_posix() != "index.html")
+
+
+class Audit:
+    """axe's findings on every page in one colour mode, and what each page's theme and figures looked like."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+        self.findings: dict[str, list[dict]] = {}
+        self.states: dict[str, dict] = {}
+        self.seconds = 0.0
+
+    def all(self) -> list[dict]:
+        return [finding for findings in self.findings.values() for finding in findings]
+
+    def pending(self) -> list[tuple[str, dict]]:
+        """(page, element) for each figure without alt text in a notebook's output."""
+        return [(page, node) for page, findings in self.findings.items() for f in findings
+                if f["id"] == PENDING_RULE for node in f["nodes"] if node["marked"]]
+
+    def blocking(self) -> list[tuple[str, str, dict]]:
+        """(page, rule, element) for each serious or critical finding, the pending figures left out."""
+        return [(page, f"{f['id']} ({f['impact']})", node) for page, findings in self.findings.items()
+                for f in findings if f["impact"] in AXE_BLOCKING
+                for node in f["nodes"] if not (f["id"] == PENDING_RULE and node["marked"])]
+
+    def report(self) -> str:
+        counts = axe_counts(self.all())
+        lines = [f"axe-core, {self.mode} mode, {len(self.findings)} pages in {self.seconds:.0f} s: "
+                 f"{sum(counts.values())} elements fail a rule"]
+        pages = {rule: sum(1 for findings in self.findings.values() if rule in axe_counts(findings)) for rule in counts}
+        lines += [f"  {rule}: {n} on {pages[rule]} pages" for rule, n in counts.items()]
+        lines.append(f"  of which pending ({PENDING_RULE}, figures not yet described): {len(self.pending())}")
+        return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def audit(browser, site_url, built_site):
+    """``audit(mode)``: axe on every page in that colour mode, once per module."""
+    audits: dict[str, Audit] = {}
+
+    def run(mode: str) -> Audit:
+        if mode in audits:
+            return audits[mode]
+        result = Audit(mode)
+        context = browser.new_context(viewport=VIEWPORT, color_scheme=mode)
+        page = context.new_page()
+        page.set_default_timeout(PAGE_MS)
+        started = time.monotonic()
+        try:
+            for path in site_pages(built_site.site):
+                _open(page, site_url + path)
+                result.states[path] = page.evaluate(PAGE_STATE)
+                result.findings[path] = axe_findings(page, marker=FIGURE)
+        finally:
+            context.close()
+        result.seconds = time.monotonic() - started
+        OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
+        (OUTPUT_DIR / f"axe-{mode}.json").write_text(json.dumps(
+            {"mode": mode, "counts": axe_counts(result.all()), "pending_figures": len(result.pending()),
+             "pages": {p: f for p, f in result.findings.items() if f}}, indent=1))
+        audits[mode] = result
+        return result
+
+    return run
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_accessibility_no_serious_or_critical_finding(audit, mode):
+    """Every page, in this colour mode: no serious or critical axe-core finding (pending figures apart)."""
+    result = audit(mode)
+    print(result.report())
+    wrong_theme = sorted(p for p, state in result.states.items() if state["theme"] != mode)
+    assert not wrong_theme, f"the theme did not switch to {mode} on {wrong_theme[:5]}"
+    dimmed = sorted({p for p, state in result.states.items() for figure in state["figures"]
+                     if figure["background"] != "rgb(255, 255, 255)" or figure["filter"] != "none"})
+    assert not dimmed, f"{mode} mode: figures not on white or filtered on {dimmed[:5]}"
+    blocking = result.blocking()
+    detail = "\n".join(f"  {page}: {rule}: {node['target']}: {node['html'][:120]}" for page, rule, node in blocking[:25])
+    assert not blocking, f"{len(blocking)} serious or critical findings in {mode} mode\n{result.report()}\n{detail}"
+    assert len(result.pending()) <= FIGURES_BEFORE_SHOW_FIGURE, (
+        f"{len(result.pending())} figures without alt text: a figure added since issue 53 must describe itself "
+        "(show_figure, CONTRIBUTING.md)")
+
+
+@pytest.mark.xfail(strict=True, reason="pending the notebooks (issue 53): the figure cells still end in plt.show(); "
+                   "each that calls show_figure(fig, description) gives its figure alt text. When none is left, "
+                   "this XPASSes: remove this mark")
+@pytest.mark.parametrize("mode", MODES)
+def test_every_figure_has_alt_text(audit, mode):
+    pending = audit(mode).pending()
+    pages = sorted({page for page, _ in pending})
+    assert not pending, (f"{len(pending)} figures without alt text ({PENDING_RULE}, critical) in {mode} mode, "
+                         f"on {len(pages)} pages: {', '.join(pages)}")

@@ -15,8 +15,8 @@ Screenshots go to ``test-output/browser/``. The lab runs from ``tests/test_brows
 
 Accessibility (issue 53): lesson 01 opened as a student first sees it (stored outputs, not run) is
 checked once with axe-core (``conftest.axe_findings``) in the notebook's outputs, what the course
-writes: no serious or critical finding, figures without alt text apart (pending, a strict
-``xfail``). JupyterLab's own widgets have findings the course cannot fix (its code editors have no
+writes: no serious or critical finding, and its figure has its description as alt text.
+JupyterLab's own widgets have findings the course cannot fix (its code editors have no
 accessible name, the cell list's ``feed`` role, the heading-collapse button): axe's counts for the
 whole page and the whole notebook are printed and saved to ``test-output/browser/axe-jupyterlab.json``,
 not asserted. A small notebook whose figure was shown with ``show_figure`` checks that its
@@ -622,9 +622,6 @@ def test_lesson_notebook_accessibility_in_jupyterlab(lesson_audit):
     assert not blocking, f"{len(blocking)} serious or critical findings in the outputs:\n  " + "\n  ".join(blocking[:20])
 
 
-@pytest.mark.xfail(strict=True, reason="pending the notebooks (issue 53): lesson 01's figure cell still ends in "
-                   "plt.show(), and JupyterLab's image renderer gives a PNG no alt; show_figure's HTML <img> has one. "
-                   "When this XPASSes, remove this mark")
 def test_lesson_figures_have_alt_text_in_jupyterlab(lesson_audit):
     pending = [node["target"] for f in lesson_audit["outputs"] if f["id"] == "image-alt"
                for node in f["nodes"] if node["marked"]]

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
 from ragcourse.retrieval.metrics import recall_ceiling, retrieval_scores
 from ragcourse.retrieval.ranking import rank_by_score
 from ragcourse.world.concepts import FIRST_EDITION
@@ -41,7 +42,8 @@ def figure_data(seed, k=K, dim=DIM):
 
     bars = {name: retrieval_scores(rank, queries, documents, world.relevant, k).as_tuple()
             for name, rank in (("keyword search", keyword_rank), ("embedding", embedding_rank))}
-    return {"bars": bars, "ceiling": recall_ceiling(queries, world.relevant, k), "n_documents": len(documents)}
+    return {"bars": bars, "ceiling": recall_ceiling(queries, world.relevant, k), "n_documents": len(documents),
+            "n_queries": len(queries)}
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +83,30 @@ def test_the_dashed_line_not_the_top_of_the_axis_is_the_target(data, text):
     assert round(data["ceiling"], 4) == 0.4904             # the number the annotation and the prose quote
     recall = MEASURES.index("recall")
     assert round(data["bars"]["embedding"][recall], 4) == 0.2258
+
+
+def described_figure():
+    """The committed notebook's figure output (the one whose PNG carries an alt): its text/plain description."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    outputs = [output for cell in cells if cell["cell_type"] == "code" for output in cell.get("outputs", [])
+               if output.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(outputs) == 1, f"{len(outputs)} described figures, expected the one of cell 20"
+    description = "".join(outputs[0]["data"]["text/plain"])
+    assert outputs[0]["metadata"]["image/png"]["alt"] == description
+    return description
+
+
+def figure_description(data, k=K):
+    """The description as cell 20 writes it: describe_bars on the bars, then the dashed recall ceiling."""
+    return (describe_bars(f"Bars of the mean over {data['n_queries']} queries, top {k} of {data['n_documents']} documents",
+                          list(MEASURES), data["bars"], fmt=".4f")
+            + f" A dashed line over the recall pair marks the recall ceiling at k={k}, {data['ceiling']:.4f},"
+            " the most recall any ranking could reach.")
+
+
+def test_the_figures_description_is_written_from_its_plotted_values(data):
+    description = described_figure()
+    assert description == figure_description(data)
+    # k (title, annotation), the 40 queries (y label), the 200 documents (title) and the 4 bar pairs are in the figure
+    allowed = [K, data["n_queries"], data["n_documents"], len(MEASURES)]
+    assert numbers_not_plotted(description, [*data["bars"].values(), data["ceiling"]], ".4f", allowed=allowed) == []

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import describe_series, numbers_not_plotted
 from ragcourse.retrieval.metrics import retrieval_scores
 from ragcourse.retrieval.search import EmbeddingIndex
 from ragcourse.world.concepts import FIRST_EDITION
@@ -43,7 +44,7 @@ def figure_data(seed):
     falls = [mean_class[i] - mean_class[i + 1] for i in range(len(SWEEP_DIMENSIONS) - 1)]
     return {"dims": sorted(sweep),
             "curves": {m: [[getattr(sweep[d][which], m) for d in sorted(sweep)] for which in (0, 1)] for m in MEASURES},
-            "outsider": {m: getattr(outsider, m) for m in MEASURES}, "falls": falls}
+            "outsider": {m: getattr(outsider, m) for m in MEASURES}, "falls": falls, "n_queries": len(queries)}
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +181,45 @@ def test_both_models_score_32_above_64_and_16_but_name_different_best_dimensions
     table = [d for d in SWEEP_DIMENSIONS if d >= 8]
     best = [max(table, key=lambda d, which=which: at(data, "concept_hit", which, d)) for which in (0, 1)]
     assert best == [8, 32]
+
+
+def described_figure():
+    """The committed notebook's figure output (the one whose PNG carries an alt): its text/plain description."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    outputs = [output for cell in cells if cell["cell_type"] == "code" for output in cell.get("outputs", [])
+               if output.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(outputs) == 1, f"{len(outputs)} described figures, expected the one of cell 21"
+    description = "".join(outputs[0]["data"]["text/plain"])
+    assert outputs[0]["metadata"]["image/png"]["alt"] == description
+    return description
+
+
+def figure_description(data):
+    """The description as cell 21 writes it: one describe_series per panel, then what both panels share."""
+    curves = {m: {"model 1": data["curves"][m][0], "model 2": data["curves"][m][1]} for m in MEASURES}
+    concept_text = describe_series(f"Left, share of {data['n_queries']} queries whose first result has the right concept",
+                                   "dimension", data["dims"], curves["concept_hit"], fmt=".4f")
+    class_text = describe_series("Right, the same for the right class", "dimension", data["dims"], curves["class_hit"],
+                                 fmt=".4f")
+    both_full_from = min((d for i, d in enumerate(data["dims"])
+                          if all(rate == 1 for curve in curves["class_hit"].values() for rate in curve[i:])), default=None)
+    low, high = band(data)
+    return (f"{concept_text} {class_text[:-1]}"
+            + (f"; both are at 1.0000 from {both_full_from} up." if both_full_from else ".")
+            + f" Both panels: in-domain models 1 and 2 on a log-scale dimension axis, a band shaded from {low}"
+            f" to {high} (the steepest fall of the mean class hit rate), and a dotted line for the out-of-domain"
+            f" model 1 at {DIM} dimensions: {data['outsider']['concept_hit']:.4f} left, {data['outsider']['class_hit']:.4f} right.")
+
+
+def test_the_figures_description_is_written_from_its_plotted_values(data):
+    description = described_figure()
+    assert description == figure_description(data)
+    assert "model 1 and model 2 cross 5 times" in description and "both are at 1.0000 from 24 up" in description
+    first, second = data["curves"]["concept_hit"]
+    signs = [(a > b) - (a < b) for a, b in zip(first, second) if a != b]
+    crossings = sum(s != t for s, t in zip(signs, signs[1:]))              # the "5 times" of the left panel
+    plotted = [data["dims"], *data["curves"]["concept_hit"], *data["curves"]["class_hit"], band(data),
+               list(data["outsider"].values())]
+    # the 40 queries (y label), model 1 (legend), DIM (legend, also a plotted dimension), the count of crossings
+    allowed = [data["n_queries"], 1, DIM, crossings]
+    assert numbers_not_plotted(description, plotted, ".4f", allowed=allowed) == []

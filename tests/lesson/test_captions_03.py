@@ -3,11 +3,14 @@
 The plotted data are recomputed with the package exactly as the notebook's cells 6, 10, 18 and 22
 do at the course seed; each test asserts one claim the prose makes about the figure and checks
 that the committed notebook still makes it, so that a changed caption forces a look at its test.
+The figure's description (its output's text and alt, written by cell 22 from the plotted values)
+is recomputed from the same data and compared with the committed one.
 """
 import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import numbers_not_plotted, values_output
 from ragcourse.retrieval.metrics import mean_top_value
 from ragcourse.retrieval.ranking import rank_by_score
 from ragcourse.world.concepts import FIRST_EDITION
@@ -58,6 +61,7 @@ def figure_data(seed: int) -> dict:
     longest_fifty = set(rank_by_score(token_counts)[:quarter])
     in_longest = [1 if i in longest_fifty else 0 for i in range(len(documents))]
     return {
+        "codes": [d.code for d in documents], "shortest_first": shortest_first,
         "tokens": token_counts, "lengths": raw_lengths, "vectors": [tuple(v) for v in raw_vectors],
         "shortest": shortest, "longest": longest,
         "mean_shortest": sum(raw_lengths[i] for i in shortest) / quarter,
@@ -136,3 +140,53 @@ def test_bars_on_opposite_sides_of_the_corpus_share():
     assert data["corpus_share"] == 0.25
     assert data["share_cosine"] < data["corpus_share"] < data["share_dot"]
     assert (f"{data['share_cosine']:.3f}", f"{data['share_dot']:.3f}") == ("0.150", "0.295")   # the bar labels
+
+
+def committed_figure_outputs() -> tuple[str, str]:
+    """The committed figure's description (text/plain of the one output whose image/png has an alt) and the
+    text/plain of the values table shown under it."""
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    described = [n for n, o in enumerate(outputs) if o.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(described) == 1, "one described figure"
+    figure = outputs[described[0]]
+    text = "".join(figure["data"]["text/plain"])
+    assert figure["metadata"]["image/png"]["alt"] == text
+    return text, "".join(outputs[described[0] + 1]["data"]["text/plain"])
+
+
+def figure_description(data: dict) -> str:
+    """The description cell 22 writes, from the recomputed plotted values (raw lengths and shares at .4f)."""
+    tokens, lengths, share = data["tokens"], data["lengths"], data["corpus_share"]
+
+    def quarter_text(name, members):
+        counts, values = [tokens[i] for i in members], [lengths[i] for i in members]
+        return (f"{name} quarter ({min(counts)} to {max(counts)} tokens): lengths {min(values):.4f} to"
+                f" {max(values):.4f}, mean line at {sum(values) / len(values):.4f}")
+
+    rows = ", the points in horizontal rows of documents sharing one length" if len(set(lengths)) < len(lengths) else ""
+    bars = [(name, value, "above" if value > share else "below" if value < share else "on")
+            for name, value in (("cosine", data["share_cosine"]), ("dot product", data["share_dot"]))]
+    return (f"Left: scatter of raw vector length (model 1) against document length in tokens, one point per document:"
+            f" tokens {min(tokens)} to {max(tokens)}, lengths {min(lengths):.4f} to {max(lengths):.4f}{rows}. "
+            + quarter_text("Shortest", data["shortest"]) + "; " + quarter_text("longest", data["longest"]) + "."
+            f" Right: bars of the longest quarter's share among each ranker's first {K} results, with a dashed"
+            f" line at its share of the corpus, {share:.4f}: "
+            + "; ".join(f"{name} {value:.4f}, {side} the line" for name, value, side in bars) + ".")
+
+
+def test_figure_description_is_written_from_the_plotted_values():
+    description, values = committed_figure_outputs()
+    data = figure_data(SEED)
+    assert description == figure_description(data)
+    plotted = [data["tokens"], data["lengths"], [data["mean_shortest"], data["mean_longest"]],
+               [data["share_cosine"], data["share_dot"], data["corpus_share"]]]
+    # "model 1" and "first 5" are in the axis labels
+    assert numbers_not_plotted(description, plotted, ".4f", allowed=[1, K]) == []
+    assert "cosine 0.1500, below the line; dot product 0.2950, above the line" in description
+    # the scatter's points are printed nowhere else, so they follow as a table, shortest documents first
+    group = {**{i: "shortest quarter" for i in data["shortest"]}, **{i: "longest quarter" for i in data["longest"]}}
+    table = [["document", "tokens", "raw vector length", "group"],
+             *[[data["codes"][i], data["tokens"][i], data["lengths"][i], group.get(i, "middle half")]
+               for i in data["shortest_first"]]]
+    assert values == values_output(table, ".4f")["text/plain"]

@@ -3,12 +3,14 @@
 The plotted points are recomputed with the package exactly as the notebook's cells 6, 22 and 25
 do at the course seed; each test asserts one claim the caption or the reading under the figure
 makes, and checks that the committed notebook still makes it, so that a changed caption forces a
-look at its test.
+look at its test. The figure's description (its output's text and alt, written by cell 26 from the
+plotted points) is recomputed from the same points and compared with the committed one.
 """
 import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import numbers_not_plotted, values_output
 from ragcourse.retrieval.index import build_bucket_index, build_graph, neighbour_ranking
 from ragcourse.retrieval.metrics import overlap_recall
 from ragcourse.retrieval.ranking import top_k
@@ -155,3 +157,49 @@ def test_step_costs_of_the_graph_and_the_bucket_lines():
     bucket_steps = [step for line in points["buckets"].values() for step in steps(line)]
     assert 3.5 <= min(graph_steps) <= 4.5 and 23.5 <= max(graph_steps) <= 24.5
     assert min(bucket_steps) < 10 and 45 <= max(bucket_steps) < 50
+
+
+def committed_figure_outputs() -> tuple[str, str]:
+    """The committed figure's description (text/plain of the one output whose image/png has an alt) and the
+    text/plain of the values table shown under it."""
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    described = [n for n, o in enumerate(outputs) if o.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(described) == 1, "one described figure"
+    figure = outputs[described[0]]
+    text = "".join(figure["data"]["text/plain"])
+    assert figure["metadata"]["image/png"]["alt"] == text
+    return text, "".join(outputs[described[0] + 1]["data"]["text/plain"])
+
+
+def figure_description(points: dict) -> str:
+    """The description cell 26 writes, from the recomputed points (agreement at .4f, comparisons at .1f)."""
+    graph = points["graph"]
+    bucket_texts = []
+    for count, line in points["buckets"].items():
+        best = max(line, key=lambda point: point[2])
+        bucket_texts.append(f"{count} buckets from {line[0][2]:.4f} at {line[0][1]:.1f}, reaching {best[2]:.4f} at {best[1]:.1f}")
+    below = all(below_where_overlapping(graph, line) is not False for line in points["buckets"].values())
+    return (f"Scan agreement with the exhaustive top {K} against comparisons per query. Bucket lines: "
+            + "; ".join(bucket_texts) + f". The graph line, {'below' if below else 'not below'} every bucket line"
+            f" where they overlap, runs from {graph[0][2]:.4f} at {graph[0][1]:.1f} to {graph[-1][2]:.4f} at"
+            f" {graph[-1][1]:.1f}; the exhaustive search: 1.0000 at {points['documents']}.")
+
+
+def test_figure_description_is_written_from_the_plotted_points():
+    description, values = committed_figure_outputs()
+    points = figure_points(SEED)
+    assert description == figure_description(points)
+    lines = [*points["buckets"].values(), points["graph"]]
+    agreements = [agreement for line in lines for _, _, agreement in line] + [1.0]          # the star at 1.0
+    comparisons = [f"{x:.1f}" for line in lines for _, x, _ in line] + [points["documents"]]
+    # "top 5" is in the axis label, the bucket counts in the legend
+    assert numbers_not_plotted(description, [agreements, comparisons], ".4f", allowed=[K, *BUCKET_COUNTS]) == []
+    assert "The graph line, below every bucket line where they overlap" in description
+    # the figure has more points than the two tables print, so they follow as a table
+    table = [["line", "setting", "comparisons per query", f"scan agreement (top {K})"],
+             *[[f"bucket index, {count} buckets", f"probes {probes}", f"{x:.1f}", agreement]
+               for count, line in points["buckets"].items() for probes, x, agreement in line],
+             *[["neighbourhood graph", f"degree {degree}", f"{x:.1f}", agreement] for degree, x, agreement in points["graph"]],
+             ["exhaustive search", "every document", str(points["documents"]), 1.0]]
+    assert values == values_output(table, ".4f")["text/plain"]

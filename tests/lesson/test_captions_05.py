@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import PALETTE
+from ragcourse.lesson.figures import PALETTE, describe_series, numbers_not_plotted
 from ragcourse.retrieval.index import build_bucket_index, rank_candidates
 from ragcourse.world.concepts import FIRST_EDITION
 from ragcourse.world.corpus import build_world
@@ -173,3 +173,55 @@ def test_colours_and_line_styles_named_in_the_text(text):
     assert len(set(rgb("neutral"))) == 1                        # grey
     red, green, blue = rgb("embedding")
     assert blue > green > red                                   # blue
+
+
+def committed_figure_output(cell_source_marker=FIGURE_NAME):
+    """The committed figure cell's described output (the one whose PNG has an alt) and the output after it."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    cell = next(c for c in cells if c["cell_type"] == "code" and cell_source_marker in "".join(c["source"]))
+    described = [n for n, o in enumerate(cell["outputs"]) if o.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(described) == 1, "the figure cell shows one described figure (show_figure)"
+    return cell["outputs"][described[0]], cell["outputs"][described[0] + 1:]
+
+
+def figure_description(data):
+    """Cell 22's description, written with the same describe_series calls from the recomputed plotted lines."""
+    widths, n = data["widths"], len(data["widths"])
+    along_inside = [f"fetch {fetch}" for fetch, values in data["after"].items()
+                    if [f"{v:.4f}" for v in values] == [f"{v:.4f}" for v in data["inside"]]]
+    description = describe_series(
+        f"Left, agreement with the exact top {K}", "filter width (regions kept)", widths,
+        {"filter inside": data["inside"], **{f"filter after fetch {fetch}": values for fetch, values in data["after"].items()},
+         "exact scan": [1.0] * n}, fmt=".4f")
+    if along_inside:
+        description += (f" Filter after {' and '.join(along_inside)} {'lies' if len(along_inside) == 1 else 'lie'}"
+                        " on the filter inside line throughout.")
+    return description + " " + describe_series(
+        "Right, comparisons and candidates per query (log scale)", "filter width", widths,
+        {"filter after": [data["unfiltered"]] * n, "filter inside comparisons": data["inside_comparisons"],
+         "filter inside candidates": data["inside_candidates"], "exact scan": data["scan"]}, fmt=".1f")
+
+
+def test_the_figure_describes_itself_from_the_plotted_lines(data):
+    output, _ = committed_figure_output()
+    description = "".join(output["data"]["text/plain"])
+    assert output["metadata"]["image/png"]["alt"] == description
+    assert description == figure_description(data)
+    assert "Filter after fetch 50 lies on the filter inside line throughout." in description
+    # every number is a plotted one, as the notebook prints it: agreement .4f (left), comparisons .1f (right)
+    left, right = description.split(" Right, ")
+    assert numbers_not_plotted(left, [list(data["widths"]), data["inside"], *data["after"].values(), [1.0]],
+                               ".4f", allowed=[K, *FETCH_SIZES]) == []   # the legend names the fetch sizes
+    assert numbers_not_plotted(right, [list(data["widths"]), [data["unfiltered"]], data["inside_comparisons"],
+                                       data["inside_candidates"], data["scan"]], ".1f") == []
+
+
+def test_the_figure_carries_its_plotted_values_as_a_table(data):
+    """The fetch sizes' agreement at full width is printed nowhere else, so the figure carries its values."""
+    _, after = committed_figure_output()
+    assert len(after) == 1
+    rows = [line.split() for line in "".join(after[0]["data"]["text/plain"]).split("\n")[2:]]
+    expected = [[str(w), *(f"{data['after'][fetch][i]:.4f}" for fetch in FETCH_SIZES), f"{data['inside'][i]:.4f}",
+                 "1.0000", f"{data['unfiltered']:.1f}", f"{data['inside_comparisons'][i]:.1f}",
+                 f"{data['inside_candidates'][i]:.1f}", str(data["scan"][i])] for i, w in enumerate(data["widths"])]
+    assert rows == expected

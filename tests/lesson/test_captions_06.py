@@ -11,7 +11,7 @@ import re
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import PALETTE
+from ragcourse.lesson.figures import PALETTE, describe_bars, numbers_not_plotted
 from ragcourse.retrieval.fusion import reciprocal_rank_fusion
 from ragcourse.retrieval.search import EmbeddingIndex, KeywordIndex
 from ragcourse.world.concepts import FIRST_EDITION
@@ -103,3 +103,45 @@ def test_fusion_holds_its_own_in_two_of_nine_groups_both_in_recall(data, text):
     assert measures[("code", "hybrid")][2] == measures[("code", "keyword")][2]
     assert f"{measures[('code', 'hybrid')][2]:.4f}" == "0.1950"
     assert measures[("document", "hybrid")][2] > measures[("document", "embedding")][2]
+
+
+def figure_description(data):
+    """Cell 29's description, written with the same describe_bars calls from the recomputed bars."""
+    measures, classes = data["measures"], data["classes"]
+    group_names = [f"{name} phrasing" if name != "code" else "code query" for name in classes]
+    setup_labels = {setup: "fusion (hybrid)" if setup == "hybrid" else setup for setup in SETUPS}
+    titles = {0: "first result on the concept (top1)", 2: f"recall in the first {RECALL_DEPTH}",
+              3: f"source document in the first {K}"}
+    description = (f"Bars of the mean over {data['n_queries']['document']} queries for keyword search, embedding"
+                   f" search and their fusion (constant {FUSION_CONSTANT}), one group per query class. ")
+    fusion_holds = []
+    for place, m in zip(("Left", "Middle", "Right"), PANELS):
+        bars = {setup: [measures[(name, setup)][m] for name in classes] for setup in SETUPS}
+        description += describe_bars(f"{place}, {titles[m]}", group_names,
+                                     {setup_labels[s]: bars[s] for s in SETUPS}, fmt=".4f") + " "
+        shown = {setup: [float(f"{v:.4f}") for v in bars[setup]] for setup in SETUPS}
+        held = []
+        for n, group in enumerate(group_names):
+            best = max(shown["keyword"][n], shown["embedding"][n])
+            if shown["hybrid"][n] >= best:
+                held.append(f"{group} ({'highest' if shown['hybrid'][n] > best else 'level'})")
+        if held:
+            fusion_holds.append(f"{' and '.join(held)} in the {place.lower()} panel")
+    return description + ("The fusion bar is the highest of its group, or level with the highest, only for "
+                          + "; ".join(fusion_holds) + "." if fusion_holds
+                          else "The fusion bar is below the highest of its group everywhere.")
+
+
+def test_the_figure_describes_itself_from_the_plotted_bars(data):
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    cell = next(c for c in cells if c["cell_type"] == "code" and FIGURE_NAME in "".join(c["source"]))
+    described = [o for o in cell["outputs"] if o.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(described) == len(cell["outputs"]) == 1, "one described figure, no values table (cell 16 prints them)"
+    description = "".join(described[0]["data"]["text/plain"])
+    assert described[0]["metadata"]["image/png"]["alt"] == description
+    assert description == figure_description(data)
+    assert description.endswith("only for document phrasing (highest) and code query (level) in the middle panel.")
+    # every number is a plotted bar as the table prints it (.4f), or a number of the figure's labels
+    plotted = [data["measures"][(name, setup)][m] for m in PANELS for name in data["classes"] for setup in SETUPS]
+    assert numbers_not_plotted(description, plotted, ".4f",
+                               allowed=[data["n_queries"]["document"], FUSION_CONSTANT, RECALL_DEPTH, K]) == []

@@ -12,6 +12,7 @@ import math
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import numbers_not_plotted
 from ragcourse.retrieval.pipeline import link_instruction, link_prompt
 from ragcourse.retrieval.ranking import top_k
 from ragcourse.world.concepts import SECOND_EDITION
@@ -141,3 +142,38 @@ def test_right_panel_tokens_per_correct_answer_turns_the_bill_around(data, text)
     assert per_correct["retrieval"] < per_correct["no retrieval"] < per_correct["wrong chunks"]
     assert max(results, key=lambda s: results[s]["tokens"]) == "wrong chunks"
     assert [f"{per_correct[s]:.1f}" for s in SETUPS] == ["379.1", "131.0", "2457.5"]
+
+
+def stored_description():
+    """The committed figure output's description: its text/plain, which is also the PNG's alt."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    described = [output for cell in cells if cell["cell_type"] == "code" for output in cell.get("outputs", [])
+                 if output.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(described) == 1, "one described figure"
+    text = "".join(described[0]["data"]["text/plain"])
+    assert described[0]["metadata"]["image/png"]["alt"] == text
+    return text
+
+
+def description(data):
+    """Cell 33's description, written the same way from the recomputed bars, whiskers and cost bars."""
+    results, seeds = data["results"], data["seeds"]
+    success = ["no retrieval step" if s == "no retrieval" else f"{results[s]['recall']:.4f}" for s in SETUPS]
+    cost = [f"{results[s]['per_correct']:.1f}" if results[s]["correct"] else "no correct answer" for s in SETUPS]
+    pairs = "; ".join(f"{s}: {word} against {results[s]['generation']:.4f} ({min(seeds[s]):.4f} to {max(seeds[s]):.4f})"
+                      for s, word in zip(SETUPS, success))
+    return (f"Left: bars of the share of {len(data['queries'])} requests per setup, success@{K} (retrieval) against answer"
+            f" accuracy (generation), in brackets the accuracy's lowest to highest over {N_SEEDS} model seeds"
+            f" (its whisker): {pairs}. Right: bars of the tokens per correct answer: "
+            + ", ".join(f"{s} {word}" for s, word in zip(SETUPS, cost)) + ".")
+
+
+def test_the_figure_describes_itself_from_the_plotted_values(data):
+    stored = stored_description()
+    assert stored == description(data)
+    left, right = stored.split(" Right: ")
+    results, seeds = data["results"], data["seeds"]
+    bars = [results[s]["recall"] for s in SETUPS if s != "no retrieval"] + [results[s]["generation"] for s in SETUPS]
+    whiskers = [value for s in SETUPS for value in (min(seeds[s]), max(seeds[s]))]
+    assert numbers_not_plotted(left, bars + whiskers, ".4f", allowed=[len(data["queries"]), K, N_SEEDS]) == []
+    assert numbers_not_plotted(right, [results[s]["per_correct"] for s in SETUPS], ".1f") == []

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
 from ragcourse.retrieval.linking import run_linking
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, tag_chunk
@@ -80,7 +81,7 @@ def figure_data(seed):
                             "dropped tokens": sum(len(tokenize(line)) for line in dropped),
                             "recall": run.recall, "generation": run.generation}
     return {"chunks": {level: len(prepared[level]) for level in LEVELS}, "stored": stored,
-            "runs": runs, "full_links": len(full_links), "sweep": sweep}
+            "runs": runs, "full_links": len(full_links), "sweep": sweep, "requests": len(queries)}
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +160,45 @@ def test_success_and_generation_stay_the_same_at_all_three_thresholds(data, text
     assert len(sweep) == 3
     assert len({row["recall"] for row in sweep.values()}) == 1
     assert len({row["generation"] for row in sweep.values()}) == 1
+
+
+def stored_description():
+    """The committed figure output's description: its text/plain, which is also the PNG's alt."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    described = [output for cell in cells if cell["cell_type"] == "code" for output in cell.get("outputs", [])
+                 if output.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(described) == 1, "one described figure"
+    text = "".join(described[0]["data"]["text/plain"])
+    assert described[0]["metadata"]["image/png"]["alt"] == text
+    return text
+
+
+def description(data):
+    """Cell 20's description, written the same way (the same describe_bars call) from the recomputed panels."""
+    runs, sweep = data["runs"], data["sweep"]
+    stored = "; ".join(f"{level} {data['chunks'][level]} ({data['stored'][level]} tokens)" for level in LEVELS)
+    quality = describe_bars(f"Middle: bars of the share of {data['requests']} requests per level (top {K} chunks)", LEVELS,
+                            {f"success@{K} (retrieval)": [runs[level].recall for level in LEVELS],
+                             "generation": [runs[level].generation for level in LEVELS]}, fmt=".4f")
+    overflow = "".join(f" Written on the {level} generation bar: {runs[level].overflow:.0%} of calls overflow."
+                       for level in LEVELS if runs[level].overflow)
+    loss = "; ".join(f"threshold {t}, {row['lost']} links and {row['no-main']} documents" for t, row in sweep.items())
+    return (f"Left: bars of the stored chunks (one vector each) per preparation level: {stored}."
+            f" {quality}{overflow} Right: bars of the concept-document links the repeat filter deletes"
+            f" at each threshold (drop a line found on this many sheets), below a dashed line at all"
+            f" {data['full_links']} links, with the documents left without their main concept: {loss}.")
+
+
+def test_the_figure_describes_itself_from_the_plotted_values(data):
+    stored = stored_description()
+    assert stored == description(data)
+    left, rest = stored.split(" Middle: ")
+    middle, right = rest.split(" Right: ")
+    runs, sweep = data["runs"], data["sweep"]
+    assert numbers_not_plotted(left, [list(data["chunks"].values()), list(data["stored"].values())]) == []
+    overflow_labels = [f"{runs[level].overflow:.0%}".rstrip("%") for level in LEVELS if runs[level].overflow]
+    assert overflow_labels == ["100"]                         # the figure writes "100% of calls overflow"
+    assert numbers_not_plotted(middle, [[runs[level].recall for level in LEVELS], [runs[level].generation for level in LEVELS]],
+                               ".4f", allowed=[data["requests"], K, *overflow_labels]) == []
+    assert numbers_not_plotted(right, [list(sweep), [row["lost"] for row in sweep.values()],
+                                       [row["no-main"] for row in sweep.values()], data["full_links"]]) == []

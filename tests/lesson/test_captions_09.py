@@ -10,6 +10,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import numbers_not_plotted
 from ragcourse.retrieval.chunking import body_words, count_whole, paragraph_spans, relation_spans, token_windows
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world
@@ -39,7 +40,7 @@ def figure_data(seed):
     lines = {size: [measure([token_windows(words, size, overlap) for words in bodies]) for overlap in OVERLAPS]
              for size in sizes}
     star = measure([paragraph_spans(document) for document in world.documents])   # chunk text = joined words
-    return {"sizes": sizes, "lines": lines, "star": star, "bodies": bodies}
+    return {"sizes": sizes, "lines": lines, "star": star, "bodies": bodies, "source_tokens": source_tokens}
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +126,51 @@ def test_12_token_windows_step_a_word_or_two_and_at_overlap_12_one_word(data, te
         assert all(b - a in (1, 2) for a, b in zip(starts, starts[1:]))
         starts = [start for start, _ in token_windows(words, 12, 12)]
         assert starts == list(range(len(starts)))
+
+
+def described_figure():
+    """The committed notebook's figure output (the one whose PNG carries an alt): its text/plain description."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    outputs = [output for cell in cells if cell["cell_type"] == "code" for output in cell.get("outputs", [])
+               if output.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(outputs) == 1, f"{len(outputs)} described figures, expected the one of cell 24"
+    description = "".join(outputs[0]["data"]["text/plain"])
+    assert outputs[0]["metadata"]["image/png"]["alt"] == description
+    return description
+
+
+def figure_description(data):
+    """The description cell 24 writes, from the recomputed lines, the ring (SIZE, OVERLAP) and the star."""
+    lines = {size: (folds(line), recalls(line)) for size, line in data["lines"].items()}
+    sizes = data["sizes"]
+
+    def line_in_words(size):
+        line_folds, line_recalls = lines[size]
+        words = f"{size} tokens: {line_recalls[0]:.4f} to {line_recalls[-1]:.4f} at {line_folds[-1]:.2f} times"
+        lowest = min(line_recalls[1:-1], default=line_recalls[0])
+        if lowest < min(line_recalls[0], line_recalls[-1]):
+            words += f", dipping to {lowest:.4f}"
+        return words + (f", ringed at OVERLAP {OVERLAP}" if size == SIZE else "")
+
+    below = [overlap for i, overlap in enumerate(OVERLAPS)
+             if not all(lines[a][1][i] < lines[b][1][i] for a, b in zip(sizes, sizes[1:]))]
+    order = "" if len(below) == len(OVERLAPS) else (
+        "Larger windows are higher at every overlap" + (f" but {', '.join(map(str, below))}. " if below else ". "))
+    star_fold, star_relation = data["star"]
+    return (f"Relation recall against storage in multiples of the source's {data['source_tokens']} tokens (log scale),"
+            f" one line per window size from overlap 0 ({lines[SIZE][0][0]:.2f} times) to {OVERLAPS[-1]}. "
+            + ". ".join(line_in_words(size) for size in sizes) + ". " + order
+            + f"Star (paragraph boundary): {star_relation:.4f} at {star_fold:.2f} times.")
+
+
+def test_the_figures_description_is_written_from_its_plotted_values(data):
+    description = described_figure()
+    assert description == figure_description(data)
+    assert "12 tokens: 0.5440 to 0.8817 at 7.53 times, dipping to 0.4863" in description
+    assert "Larger windows are higher at every overlap but 12." in description
+    # Recall as the grid prints it (.4f), storage folds as they are printed (.2f); the sizes and overlaps
+    # are in the legend and the annotations, the source's token count in the x label.
+    plotted = [recalls(line) for line in data["lines"].values()] + [data["star"][1]]
+    plotted += [f"{fold:.2f}" for line in data["lines"].values() for fold in folds(line)] + [f"{data['star'][0]:.2f}"]
+    allowed = [data["sizes"], list(OVERLAPS), data["source_tokens"]]
+    assert numbers_not_plotted(description, plotted, ".4f", allowed=allowed) == []

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
+from ragcourse.lesson.figures import describe_series, numbers_not_plotted
 from ragcourse.retrieval.linking import retrieve_top_k
 from ragcourse.retrieval.pipeline import link_instruction, link_prompt
 from ragcourse.world.concepts import SECOND_EDITION
@@ -130,3 +131,51 @@ def test_incremental_every_period_embeds_not_much_more_than_one_full_rebuild(swe
     assert "Incremental refresh at every period embeds 881 chunks over the year" in text["markdown"]
     assert "a single yearly full rebuild (693)" in text["markdown"]
     assert (sweep[1]["incremental"], sweep[12]["full"]) == (881, 693)
+
+
+def described_figure():
+    """The committed notebook's figure output (the one whose PNG carries an alt): its text/plain description."""
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    outputs = [output for cell in cells if cell["cell_type"] == "code" for output in cell.get("outputs", [])
+               if output.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(outputs) == 1, f"{len(outputs)} described figures, expected the one of cell 22"
+    description = "".join(outputs[0]["data"]["text/plain"])
+    assert outputs[0]["metadata"]["image/png"]["alt"] == description
+    return description
+
+
+def panels(sweep):
+    """The plotted series of cell 22: the left panel's four shares, the right panel's two costs per answer."""
+    shares = {f"success@{K} (retrieval)": [sweep[a]["recall"] for a in INTERVALS],
+              "answer accuracy (generation)": [sweep[a]["concept"] for a in INTERVALS],
+              "stale chunk rate (input)": [sweep[a]["stale"] for a in INTERVALS],
+              "wrong answer rate (output)": [1 - sweep[a]["current"] for a in INTERVALS]}
+    costs = {"incremental refresh": [per_answer(sweep[a], "incremental") for a in INTERVALS],
+             "full re-indexing": [per_answer(sweep[a], "full") for a in INTERVALS]}
+    return shares, costs
+
+
+def figure_description(sweep):
+    """The description cell 22 writes, with the same describe_series calls, from the recomputed sweep."""
+    shares, costs = panels(sweep)
+    flat = [label for label, values in shares.items() if len({f"{value:.4f}" for value in values}) == 1]
+    full_above = all(incremental < full for incremental, full in zip(*costs.values()))
+    return (describe_series(f"Left: share of {sweep[1]['asked']} requests or their chunks", "refresh interval",
+                            list(INTERVALS), shares, fmt=".4f")
+            + (f" Flat at every interval: {' and '.join(flat)}." if flat else "")
+            + " " + describe_series("Right: chunks embedded per up-to-date answer (log scale)", "refresh interval",
+                                    list(INTERVALS), costs, fmt=".2f")
+            + (" Full re-indexing costs more at every interval." if full_above else ""))
+
+
+def test_the_figures_description_is_written_from_its_plotted_values(sweep):
+    description = described_figure()
+    assert description == figure_description(sweep)
+    assert "Flat at every interval: success@3 (retrieval) and answer accuracy (generation)." in description
+    assert "full re-indexing falls from 18.73 to 2.36. Full re-indexing costs more at every interval." in description
+    # Each panel's numbers as the notebook prints them: shares with four decimals, costs per answer with two.
+    # K is in the legend (success@3), the 480 requests in the left y label, the intervals on both x axes.
+    left, right = description.split(" Right: ")
+    shares, costs = panels(sweep)
+    assert numbers_not_plotted(left, shares.values(), ".4f", allowed=[K, sweep[1]["asked"], list(INTERVALS)]) == []
+    assert numbers_not_plotted(right, costs.values(), ".2f", allowed=[list(INTERVALS)]) == []

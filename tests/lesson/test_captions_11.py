@@ -5,7 +5,7 @@ the short and the long phrasing under the three setups (baseline, expansion, rew
 dashed line at the reference: the requests as the query set writes them (cell 8). Each test recomputes what
 the notebook's cells compute, asserts one claim the caption (or a sentence that reads the same values)
 makes, and checks that the committed notebook still makes the claim, so that a changed caption updates the
-test.
+test. The last test checks the figure's own description (its text and alt, issue 53) against the same data.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import lesson_notebooks
+from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
 from ragcourse.retrieval.pipeline import HybridRetriever, index_chunks, is_relevant
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks
@@ -152,3 +153,38 @@ def test_short_transforms_end_two_requests_below_on_success():
     for mode in ("expansion", "rewriting"):
         bar = data["bars"]["short"][mode]["recall"]
         assert bar < line and round((line - bar) * data["n"]) == 2, (mode, bar, line)
+
+
+def figure_output() -> dict:
+    """The figure cell's one output: the described figure (its image/png carries an ``alt``), no values table."""
+    cell = next(c for c in cells() if c["cell_type"] == "code" and "11-short-vs-long-phrasing" in "".join(c["source"]))
+    described = [o for o in cell["outputs"] if "alt" in o.get("metadata", {}).get("image/png", {})]
+    assert len(described) == 1 and cell["outputs"] == described, "one described figure, no table: cells 8, 16, 18 print it"
+    return described[0]
+
+
+def expected_description(data: dict, k: int) -> str:
+    """The description written from the bars and the dashed line, as the figure cell's describe_panel writes it."""
+    def panel(measure: str, title: str) -> str:
+        bars = {f"{form} phrasing": [data["bars"][form][mode][measure] for mode in MODES] for form in FORMS}
+        line = data["reference"][measure]
+        above = [f"{form} {mode}" for form in FORMS for mode in MODES if data["bars"][form][mode][measure] > line]
+        return (describe_bars(f"{title} (share of {data['n']} requests) per setup", MODES, bars, fmt=".4f")
+                + f" Dashed line (request in the index's language) at {line:.4f}; bars above it:"
+                f" {', '.join(above) if above else 'none'}.")
+    return f"Left: {panel('recall', f'Success@{k}')} Right: {panel('generation', 'Grounded answers')}"
+
+
+def test_the_figure_describes_itself_from_the_plotted_values():
+    output = figure_output()
+    description = "".join(output["data"]["text/plain"])
+    assert output["metadata"]["image/png"]["alt"] == description
+    k, data = parameters()["K"], plotted()
+    values = [data["bars"][form][mode][measure] for form in FORMS for mode in MODES for measure in ("recall", "generation")]
+    values += list(data["reference"].values())
+    # Besides the plotted values: K (the left title), the 40 of the y label, and describe_bars' "1 of 3" (bars counted).
+    long_higher = {sum(data["bars"]["long"][m][measure] > data["bars"]["short"][m][measure] for m in MODES)
+                   for measure in ("recall", "generation")}
+    assert numbers_not_plotted(description, values, ".4f", allowed=[k, data["n"], len(MODES), *long_higher]) == []
+    assert description == expected_description(data, k)
+    assert "bars above it: none. Right:" in description and description.endswith("bars above it: short expansion, short rewriting.")

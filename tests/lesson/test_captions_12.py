@@ -4,7 +4,8 @@ The figure (cell "12-reranking-precision-and-calls") draws, left, precision@3, s
 grounded-answer rate against the candidate count (hollow markers: the second run at ``SEED + 1``) and,
 right, the model calls on a logarithmic scale. Each test recomputes what the notebook's cells compute,
 asserts one claim of the caption (the markdown above the figure and the reading below it), and checks that
-the committed notebook still makes the claim, so that a changed caption updates the test.
+the committed notebook still makes the claim, so that a changed caption updates the test. The last test checks
+the figure's own description (its text and alt, issue 53) against the same data.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import math
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import lesson_notebooks
+from ragcourse.lesson.figures import describe_series, numbers_not_plotted
 from ragcourse.retrieval.candidates import candidate_lists, generation_share, precision_at, recall_at
 from ragcourse.retrieval.pipeline import HybridRetriever, index_chunks
 from ragcourse.world.concepts import SECOND_EDITION
@@ -70,18 +72,26 @@ def plotted(seed: int | None = None) -> dict:
         counter = CallCounter()
         scorer = PairScorer(edition, model_seed, noise=p["NOISE"], counter=counter)
         answerer = ChunkAnswerer(edition, model_seed, temperature=p["TEMPERATURE"], counter=counter)
-        tops, chosen = [], []
+        tops, chosen, tokens = [], [], 0
         for query, candidates in zip(queries, pool):
             candidates = candidates[:max(n_candidates, k)]
             if n_candidates > k:
-                scores = [scorer.score(query.text, chunk).score for chunk in candidates]
-                candidates = [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: -scores[i])]
-            chosen.append(answerer.answer(query.text, candidates[:k]).chunk)
+                responses = [scorer.score(query.text, chunk) for chunk in candidates]
+                tokens += sum(response.tokens for response in responses)
+                candidates = [candidates[i] for i in sorted(range(len(candidates)), key=lambda i: -responses[i].score)]
+            response = answerer.answer(query.text, candidates[:k])
+            tokens += response.tokens
+            chosen.append(response.chunk)
             tops.append(candidates[:k])
         return {"recall": recall_at(tops, queries, edition, k), "precision": precision_at(tops, queries, edition, k),
-                "generation": generation_share(chosen, queries, edition), "calls": counter.calls}
+                "generation": generation_share(chosen, queries, edition), "calls": counter.calls, "tokens": tokens}
 
     return {model_seed: {n: run_pipeline(n, model_seed) for n in counts} for model_seed in (seed, seed + 1)}
+
+
+@lru_cache(maxsize=None)
+def question_count() -> int:
+    return len(build_world(parameters()["SEED"], SECOND_EDITION).queries)
 
 
 def course() -> tuple[dict, dict]:
@@ -101,6 +111,7 @@ def test_the_recomputed_data_is_what_the_notebook_printed():
     assert [row[:4] + row[4:5] for row in table] == \
         [[str(n), "%.4f" % r["recall"], "%.4f" % r["precision"], "%.4f" % r["generation"], str(r["calls"])]
          for n, r in first.items()]
+    assert [row[5] for row in table] == [str(r["tokens"]) for r in first.values()]   # the labels of the right panel
     repeat = [row for row in printed_rows("second run (seed") if row and row[0].isdigit()]
     assert [[row[0], row[2], row[3], row[4]] for row in repeat] == \
         [[str(n), "%.4f" % r["recall"], "%.4f" % r["precision"], "%.4f" % r["generation"]]
@@ -156,3 +167,47 @@ def test_calls_jump_sevenfold_then_roughly_double():
     # the steady slope past 24: the last log step within 5% of the one before
     slopes = [math.log(r) for r in ratios]
     assert abs(slopes[-1] - slopes[-2]) < 0.05 * slopes[-2]
+
+
+def figure_output() -> dict:
+    """The figure cell's one output: the described figure (its image/png carries an ``alt``), no values table."""
+    cell = next(c for c in cells() if c["cell_type"] == "code" and "12-reranking-precision-and-calls" in "".join(c["source"]))
+    described = [o for o in cell["outputs"] if "alt" in o.get("metadata", {}).get("image/png", {})]
+    assert len(described) == 1 and cell["outputs"] == described, "one described figure, no table: cells 18 and 22 print it"
+    return described[0]
+
+
+def expected_description(first: dict, second: dict, k: int, n_questions: int) -> str:
+    """The description written from the plotted runs: the left panel's lines, their steepest rise and the hollow
+    markers' largest gap, then the right panel's calls and token labels."""
+    names = {"precision": f"precision@{k}", "recall": f"success@{k}", "generation": "grounded answers"}
+    counts = list(first)
+    left = describe_series(f"Left: share of {n_questions} questions", "candidates", counts,
+                           {names[m]: [first[n][m] for n in counts] for m in names}, fmt=".4f")
+    spans = set()
+    for measure in names:
+        rise = steps([first[n][measure] for n in counts])
+        assert max(rise) > 0
+        spans.add((counts[rise.index(max(rise))], counts[rise.index(max(rise)) + 1]))
+    assert len(spans) == 1, spans       # at the course seed the three lines share their steepest step
+    (start, end), = spans
+    gaps = [(round(abs(first[n][m] - second[n][m]), 4), m, n) for m in names for n in counts]
+    _, measure, at = next(g for g in gaps if g[0] == max(gap for gap, _, _ in gaps))
+    hollow = (f"hollow markers (next seed) differ most for {names[measure]} at {at},"
+              f" {second[at][measure]:.4f} against {first[at][measure]:.4f}")
+    right = ("Right: model calls (log scale) against the same candidate counts, each point labelled: "
+             + "; ".join(f"{n} candidates, {first[n]['calls']} calls, {first[n]['tokens']} tokens" for n in counts) + ".")
+    return f"{left[:-1]}; all three rise most steeply from {start} to {end}; {hollow}. {right}"
+
+
+def test_the_figure_describes_itself_from_the_plotted_values():
+    output = figure_output()
+    description = "".join(output["data"]["text/plain"])
+    assert output["metadata"]["image/png"]["alt"] == description
+    k, (first, second) = parameters()["K"], course()
+    values = [list(first), *([r[m] for r in run.values()] for run in (first, second) for m in MEASURES),
+              [r["calls"] for r in first.values()], [r["tokens"] for r in first.values()]]
+    # Besides the plotted values: K (the legend's precision@3, success@3) and the 40 of the y label.
+    assert numbers_not_plotted(description, values, ".4f", allowed=[k, question_count()]) == []
+    assert description == expected_description(first, second, k, question_count())
+    assert "all three rise most steeply from 6 to 12" in description

@@ -17,7 +17,7 @@ from functools import lru_cache
 import pytest
 
 from ragcourse.batch.notebooks import lesson_notebooks
-from ragcourse.lesson.figures import PALETTE
+from ragcourse.lesson.figures import PALETTE, describe_series, numbers_not_plotted
 from ragcourse.retrieval.candidates import candidate_lists, generation_share, recall_at
 from ragcourse.retrieval.pipeline import HybridRetriever, index_chunks, is_relevant
 from ragcourse.world.concepts import SECOND_EDITION
@@ -204,3 +204,53 @@ def test_the_named_colours(role, label, hue_range, light):
         assert lightness > 0.55
     grey_hue, grey_lightness, grey_saturation = hls(PALETTE["neutral"])
     assert grey_saturation == 0.0 and 'color=PALETTE["neutral"], alpha=0.45, label="requests over the window"' in code
+
+
+def figure_description() -> str:
+    """The committed figure's description: the text/plain of the one output whose PNG carries an ``alt``."""
+    found = [o for c in cells() if c["cell_type"] == "code" for o in c.get("outputs", [])
+             if "alt" in o.get("metadata", {}).get("image/png", {})]
+    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
+    text = "".join(found[0]["data"]["text/plain"])
+    assert found[0]["metadata"]["image/png"]["alt"] == text
+    return text
+
+
+def described(data: dict, p: dict) -> str:
+    """The description the figure cell writes, from the recomputed plotted values (the same describe calls)."""
+    js, ks, n = p["IRRELEVANT_COUNTS"], p["CHUNK_COUNTS"], data["queries"]
+    layout = {name: [data["by_j"][j][name] for j in js] for name in LAYOUTS}
+    success = [data["by_k"][k]["success"] for k in ks]
+    generation = [data["by_k"][k]["generation"] for k in ks]
+    refused = [(k, data["by_k"][k]["overflow"]) for k in ks if data["by_k"][k]["overflow"] > 0]
+    middle_lowest = [j for j, head, middle, tail in zip(js, *layout.values()) if middle < min(head, tail)]
+    equal = [k for k, s, g in zip(ks, success, generation) if f"{s:.4f}" == f"{g:.4f}"]
+    left = (describe_series(f"Left: share of {n} questions answered from the relevant chunk at the head, middle or tail,",
+                            "irrelevant chunks added (j)", js, layout, fmt=".4f")
+            + (f" The middle line is the lowest at j = {', '.join(map(str, middle_lowest))}." if middle_lowest else "")
+            + f" Hollow markers, seed {p['SEED'] + 1} at j = {p['REPEAT_IRRELEVANT']}: "
+            + ", ".join(f"{name} {data['second'][name]:.4f}" for name in LAYOUTS) + ".")
+    right = (describe_series(f"Right: share of {n} questions", "chunks in the prompt (k)", ks,
+                             {"success@k": success, "generation": generation}, fmt=".4f")
+             + (f" The two lines are equal only at k = {', '.join(map(str, equal))}." if equal else "")
+             + (f" Grey bars, requests over the window, at k = {', '.join(str(k) for k, _ in refused)}: "
+                + ", ".join(f"{share:.4f}" for _, share in refused) + "."
+                if refused else " No request is over the window (no grey bars).")
+             + f" Dashed vertical line: the budget, {data['budget']:.1f} chunks.")
+    return f"{left} {right}"
+
+
+def test_the_figure_describes_itself_from_the_plotted_values():
+    code = code_with("13-generation-by-position")
+    assert "show_figure(fig, " in code and "plt.show()" not in code
+    data, p = plotted(), parameters()
+    text = figure_description()
+    assert text == described(data, p)
+    values = [p["IRRELEVANT_COUNTS"], p["CHUNK_COUNTS"], [data["second"][name] for name in LAYOUTS]]
+    values += [[data["by_j"][j][name] for j in data["by_j"]] for name in LAYOUTS]
+    values += [[row[key] for row in data["by_k"].values()] for key in ("success", "generation", "overflow")]
+    # Also in the figure: the 40 of the axis labels, the second run's seed (legend), the budget (annotation).
+    labels = [data["queries"], p["SEED"] + 1, f"{data['budget']:.1f}"]
+    assert numbers_not_plotted(text, values, ".4f", allowed=labels) == []
+    assert "The middle line is the lowest at j = 2, 4, 8." in text       # the caption's "far below ... from the first pair on"
+    assert "The two lines are equal only at k = 1." in text               # "part ways long before the grey bars"

@@ -12,6 +12,7 @@ import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import lesson_notebooks
+from ragcourse.lesson.figures import numbers_not_plotted
 from ragcourse.retrieval.search import EmbeddingIndex
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks
@@ -124,3 +125,48 @@ def test_the_same_two_misses_move_from_wrong_wrong_to_right_wrong():
     missed_few = [i for i, box in enumerate(few) if box != "right+right"]
     assert missed_few == [i for i, box in enumerate(many) if box != "right+right"]
     assert '[["pipeline worked", "generation fault"]' in "".join(code_cell("14-contingency")["source"])
+
+
+def figure_description() -> str:
+    """The committed figure's description: the text/plain of the one output whose PNG carries an ``alt``."""
+    found = [o for c in cells() if c["cell_type"] == "code" for o in c.get("outputs", [])
+             if "alt" in o.get("metadata", {}).get("image/png", {})]
+    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
+    text = "".join(found[0]["data"]["text/plain"])
+    assert found[0]["metadata"]["image/png"]["alt"] == text
+    return text
+
+
+MEANING = (("pipeline worked", "generation fault"), ("lucky guess", "retrieval fault"))
+
+
+def described(boxes: dict[int, list[str]], compared: tuple[int, ...]) -> str:
+    """The description the figure cell writes, from the recomputed grids (the same f-strings)."""
+    panels = []
+    for k, row in boxes.items():
+        c = counts(row)
+        grid = [[c["right+right"], c["right+wrong"]], [c["wrong+right"], c["wrong+wrong"]]]
+        title = "no retrieval" if k == 0 else f"{k} chunks"
+        panels.append(f"{title[0].upper()}{title[1:]}, single number {single_number(row):.4f}: "
+                      + ", ".join(f"{MEANING[r][col]} {grid[r][col]}" for r in range(2) for col in range(2)) + ".")
+    n = len(next(iter(boxes.values())))
+    text = (f"One grid per setup, counting the {n} questions. Rows: right chunk, no right chunk; columns:"
+            f" answer right, answer wrong; the boxes, row by row: {', '.join(MEANING[0] + MEANING[1])}. "
+            + " ".join(panels))
+    if (len(compared) > 1 and len({f"{single_number(boxes[k]):.4f}" for k in compared}) == 1
+            and len({tuple(counts(boxes[k]).values()) for k in compared}) > 1):
+        text += f" {' and '.join(f'{k} chunks' for k in compared)} have the same single number, with different counts in the boxes."
+    return text
+
+
+def test_the_figure_describes_itself_from_the_plotted_values():
+    code = "".join(code_cell("14-contingency")["source"])
+    assert "show_figure(fig, description)" in code and "plt.show()" not in code
+    assert 'BOX_MEANING = [["pipeline worked", "generation fault"], ["lucky guess", "retrieval fault"]]' in code
+    boxes, compared = plotted(), parameters()["COMPARED"]
+    text = figure_description()
+    assert text == described(boxes, compared)
+    values = [[counts(row)[box] for box in BOXES] + [single_number(row)] for row in boxes.values()]
+    # Also in the figure: the 40 of the title and the context sizes of the panel titles.
+    assert numbers_not_plotted(text, values, ".4f", allowed=[40, *compared]) == []
+    assert "3 chunks and 5 chunks have the same single number, with different counts in the boxes." in text

@@ -5,6 +5,7 @@ right, the fine-tuning sweep without retrieval (one line per task) with the retr
 reference line. Each test recomputes what cells 6-16 compute, draws the figure cell on that data (Agg
 backend, nothing saved), asserts one claim of the caption or of the prose that reads the same numbers,
 and checks that the committed notebook still makes the claim, so that a changed caption updates the test.
+The figure's description (its output's text and alt, see ``show_figure``) is recomputed from the same data.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from ragcourse.batch.notebooks import lesson_notebooks  # noqa: E402
-from ragcourse.lesson.figures import PALETTE, save_figure  # noqa: E402
+from ragcourse.lesson.figures import PALETTE, describe_bars, describe_series, numbers_not_plotted, save_figure  # noqa: E402
 from ragcourse.retrieval.search import EmbeddingIndex  # noqa: E402
 from ragcourse.world.concepts import SECOND_EDITION  # noqa: E402
 from ragcourse.world.corpus import build_world  # noqa: E402
@@ -94,12 +95,16 @@ def plotted(seed: int | None = None) -> dict:
 def drawn() -> dict:
     """Run the notebook's figure cell on the recomputed data and read back what it drew."""
     p, data = parameters(), plotted()
+    shown = []
     namespace = {"plt": plt, "PALETTE": PALETTE, "save_figure": save_figure, "FIGURES_DIR": None,
+                 "describe_bars": describe_bars, "describe_series": describe_series,
+                 "show_figure": lambda fig, description, **kwargs: shown.append((description, kwargs)),
                  "SETUPS": data["setups"], "results": data["results"], "sweep": data["sweep"],
                  "queries": data["queries"], "TUNED_EXAMPLES": p["TUNED_EXAMPLES"]}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")          # plt.show() on the Agg backend
+        warnings.simplefilter("ignore")
         exec("".join(code_cell("15-tasks-by-setups")["source"]), namespace)
+    assert len(shown) == 1, "the figure cell shows its figure once, with show_figure"
     fig = namespace["fig"]
     left, right = fig.axes[:2]
     bars = {c.get_label(): c for c in left.containers}
@@ -107,7 +112,8 @@ def drawn() -> dict:
     out = {"bars": {name: ([r.get_height() for r in c], to_hex(c[0].get_facecolor())) for name, c in bars.items()},
            "lines": {label: {"x": list(line.get_xdata()), "y": list(line.get_ydata()), "colour": to_hex(line.get_color()),
                              "style": line.get_linestyle(), "marker": line.get_marker()} for label, line in lines.items()},
-           "ylabel": right.get_ylabel()}
+           "ylabel": right.get_ylabel(), "left_ylabel": left.get_ylabel(),
+           "description": shown[0][0], "show_kwargs": shown[0][1]}
     plt.close(fig)
     return out
 
@@ -202,3 +208,45 @@ def test_freshness_stops_at_the_thirteen_revised_questions_below_the_retrieval_l
     assert max(steps) == steps[0]                                     # the largest step is the first six examples
     assert max(freshness) == 27 / 40 == 1 - plotted()["stale_queries"] / 40
     assert max(freshness) < plotted()["results"]["retrieval only"]["freshness"]
+
+
+def described_output() -> dict:
+    """The committed figure cell's output whose metadata gives the PNG its alt text (exactly one)."""
+    found = [o for o in code_cell("15-tasks-by-setups")["outputs"] if o.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(found) == 1, "the figure cell ends with show_figure(fig, description)"
+    return found[0]
+
+
+def expected_description() -> str:
+    """The figure's description, written from the recomputed data with the notebook's describe calls."""
+    data, labels = plotted(), ["knowledge freshness", "format compliance", "domain language"]
+    task_rates = {name: [data["results"][name][task] for task in TASKS] for name in data["setups"]}
+    sweep_rates = {label: [data["sweep"][n][task] for n in data["sweep"]] for task, label in zip(TASKS, labels)}
+    reference = data["results"]["retrieval only"]["freshness"]
+    above = all(rate < reference for rate in sweep_rates["knowledge freshness"])
+    return (describe_bars(f"Left: share of {len(data['queries'])} questions per task, bars in setup order",
+                          labels, task_rates, fmt=".4f")
+            + " Right: " + describe_series("fine-tuning-only rate, no retrieval,", "labelled training examples",
+                                           list(data["sweep"]), sweep_rates, fmt=".4f")
+            + f" A dashed reference line, not part of the sweep, marks retrieval-only freshness at {reference:.4f},"
+            + (" above every point" if above else " reached or passed by a point") + " of the knowledge freshness sweep.")
+
+
+def test_the_figure_describes_itself_from_the_plotted_values():
+    output = described_output()
+    description = "".join(output["data"]["text/plain"])
+    assert output["metadata"]["image/png"]["alt"] == description
+    # (b) every number it states is one the figure draws, as the notebook prints it (.4f); the one other
+    # number, the count of questions, is in the left panel's axis label.
+    d = drawn()
+    plotted_values = [heights for heights, _ in d["bars"].values()]
+    plotted_values += [line["y"] for line in d["lines"].values()]
+    plotted_values += [[int(x) for x in line["x"]] for line in sweep_lines().values()]   # numpy's ints, as int
+    questions = len(plotted()["queries"])
+    assert d["left_ylabel"] == f"share of {questions} questions"
+    assert numbers_not_plotted(description, plotted_values, ".4f", allowed=[questions]) == []
+    # (a) it is the description recomputed from the data, and the figure cell writes the same from it
+    assert description == expected_description() == d["description"]
+    assert "above every point of the knowledge freshness sweep" in description
+    # the plotted values are printed as tables above (cells 14 and 16), so no values table follows the figure
+    assert d["show_kwargs"] == {} and len(code_cell("15-tasks-by-setups")["outputs"]) == 1

@@ -5,6 +5,7 @@ side by side and, right, the tokens per request of each mode with its stored tok
 Each test recomputes what cells 6-11 compute, draws the figure cell on that data (Agg backend, nothing
 saved), asserts one claim of the caption or of the prose that reads the same numbers, and checks that the
 committed notebook still makes the claim, so that a changed caption updates the test.
+The figure's description (its output's text and alt, see ``show_figure``) is recomputed from the same data.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ragcourse.batch.notebooks import lesson_notebooks  # noqa: E402
-from ragcourse.lesson.figures import PALETTE, save_figure  # noqa: E402
+from ragcourse.lesson.figures import PALETTE, describe_bars, numbers_not_plotted, save_figure  # noqa: E402
 from ragcourse.retrieval.search import EmbeddingIndex  # noqa: E402
 from ragcourse.world.concepts import SECOND_EDITION  # noqa: E402
 from ragcourse.world.corpus import build_world  # noqa: E402
@@ -90,11 +91,15 @@ def drawn() -> dict:
     """Run the notebook's figure cell on the recomputed data and read back what it drew."""
     p, data = parameters(), plotted()
     table_results = {mode: {k: v for k, v in r.items() if k not in ("found", "readable")} for mode, r in data.items()}
+    shown = []
     namespace = {"plt": plt, "PALETTE": PALETTE, "save_figure": save_figure, "FIGURES_DIR": None, "K": p["K"],
+                 "describe_bars": describe_bars,
+                 "show_figure": lambda fig, description, **kwargs: shown.append((description, kwargs)),
                  "table_results": table_results, "queries": [None] * len(data["row"]["found"])}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")          # plt.show() on the Agg backend
+        warnings.simplefilter("ignore")
         exec("".join(code_cell("16-table-chunking")["source"]), namespace)
+    assert len(shown) == 1, "the figure cell shows its figure once, with show_figure"
     fig = namespace["fig"]
     left, right = fig.axes[:2]
     success, answerable = left.containers
@@ -104,7 +109,8 @@ def drawn() -> dict:
            "answerable": [(r.get_x() + r.get_width() / 2, r.get_height()) for r in answerable],
            "legend": [t.get_text() for t in left.get_legend().get_texts()],
            "tokens": [(r.get_x() + r.get_width() / 2, r.get_height()) for r in tokens],
-           "token_labels": [(a.xy, a.get_text()) for a in right.texts]}
+           "token_labels": [(a.xy, a.get_text()) for a in right.texts], "left_ylabel": left.get_ylabel(),
+           "description": shown[0][0], "show_kwargs": shown[0][1]}
     plt.close(fig)
     return out
 
@@ -176,3 +182,46 @@ def test_a_description_lifts_success_not_answerability():
     visual, described = plotted()["visual"], plotted()["visual + description"]
     assert (visual["recall"], described["recall"]) == (0.0, 0.95)
     assert visual["answerable"] == described["answerable"] == 0.0
+
+
+def described_output() -> dict:
+    """The committed figure cell's output whose metadata gives the PNG its alt text (exactly one)."""
+    found = [o for o in code_cell("16-table-chunking")["outputs"] if o.get("metadata", {}).get("image/png", {}).get("alt")]
+    assert len(found) == 1, "the figure cell ends with show_figure(fig, description)"
+    return found[0]
+
+
+def expected_description() -> str:
+    """The figure's description, written from the recomputed data with the notebook's describe call."""
+    data, k, modes = plotted(), parameters()["K"], list(CHUNKING)
+    success, answerable = [data[m]["recall"] for m in modes], [data[m]["answerable"] for m in modes]
+    tokens, stored = [data[m]["per_request"] for m in modes], [data[m]["stored"] for m in modes]
+    found_not_read = [m for m, s, a in zip(modes, success, answerable) if f"{s:.4f}" != f"{a:.4f}"]
+    return (describe_bars(f"Left: share of {len(data['row']['found'])} questions, top {k}", modes,
+                          {f"success@{k}": success, "answerable": answerable}, fmt=".4f")
+            + (f" Only {' and '.join(found_not_read)} finds a table it cannot read." if found_not_read
+               else " No mode finds a table it cannot read.")
+            + " Right: tokens per request, with the tokens stored in the index above each bar: "
+            + "; ".join(f"{m} {t:.1f} (stored {s})" for m, t, s in zip(modes, tokens, stored))
+            + f". Most per request: {modes[tokens.index(max(tokens))]}; most stored: {modes[stored.index(max(stored))]}.")
+
+
+def test_the_figure_describes_itself_from_the_plotted_values():
+    output = described_output()
+    description = "".join(output["data"]["text/plain"])
+    assert output["metadata"]["image/png"]["alt"] == description
+    # (b) each panel states only numbers that panel draws, as the notebook prints them: rates .4f, tokens
+    # per request .1f, stored tokens as integers; the left panel's axis label gives the question count and K.
+    d, k, questions = drawn(), parameters()["K"], len(plotted()["row"]["found"])
+    left_text, right_text = description.split(" Right: ")
+    assert d["left_ylabel"] == f"share of {questions} questions, top {k}"
+    assert numbers_not_plotted(left_text, [[h for _, h in d["success"]], [h for _, h in d["answerable"]]], ".4f",
+                               allowed=[questions, k]) == []
+    assert numbers_not_plotted(right_text, [[h for _, h in d["tokens"]], [plotted()[m]["stored"] for m in CHUNKING]],
+                               ".1f") == []
+    # (a) it is the description recomputed from the data, and the figure cell writes the same from it
+    assert description == expected_description() == d["description"]
+    assert "Only visual + description finds a table it cannot read." in description
+    assert "Most per request: block; most stored: row + header." in description
+    # the plotted values are printed as a table above (cell 11), so no values table follows the figure
+    assert d["show_kwargs"] == {} and len(code_cell("16-table-chunking")["outputs"]) == 1

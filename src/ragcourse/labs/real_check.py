@@ -142,7 +142,7 @@ def print_measures(runs: Mapping[str, Mapping[str, Runs]], sets: Mapping[str, Se
 
 def paired(runs_a: Runs, runs_b: Runs, questions: Sequence[Question], measure: str,
            names: tuple[str, str]) -> PairedComparison:
-    """System A against B on the same questions: paired bootstrap interval and randomisation p-value."""
+    """System A against B on the same questions (``compare``: McNemar and Tango for 0/1 scores, else randomisation)."""
     return compare(scores(runs_a, questions, measure), scores(runs_b, questions, measure), names=names)
 
 

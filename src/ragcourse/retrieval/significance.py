@@ -1,35 +1,29 @@
-"""Paired comparisons of two retrieval systems over the same questions: a 95% interval and a p-value.
+"""Paired comparisons of two retrieval systems over the same questions: an interval and a p-value that agree.
 
-When two systems answer the same questions, each question gives one score per system (hit@1,
-Recall@5, reciprocal rank, ...), and the honest unit of comparison is the question: for each one,
-the first system's score minus the second's. A paired test asks how large the mean of these
-differences would plausibly be if the two systems were interchangeable. The randomisation test
-swaps the two systems' scores on each question at random (a sign flip of that question's
-difference) and counts how often the shuffled mean difference is at least as far from zero as
-the real one; that share is the p-value. The interval comes from the same test, inverted: it
-holds every shift of the differences that the test would not reject, so it leaves zero out
-exactly when p <= 0.05 and the two never disagree (``compare``). The bootstrap, which redraws
-the questions themselves with replacement, is here too (``paired_bootstrap``) and is checked
-against scipy's, but no lab decides with it. ``Family`` holds the comparisons that answer one
-question and judges them together, with Holm's adjustment. Pairing matters because questions
-differ far more among themselves than systems do on one question; comparing the same questions
-removes that spread. When the p-value is not small, or the interval straddles zero, the
-finding is "no difference this set can detect": not that the systems are equal, but that this
-many questions cannot tell them apart, and any claim that one is better would be reading noise.
-The interval says how large a difference the set could still be hiding.
+Each question gives one score per system (hit@1, Recall@5, reciprocal rank, ...), and the honest
+unit of comparison is the question. ``compare`` picks the test by the scores. When every score is
+0 or 1 (hit@k), only the questions one system gets right and the other wrong count: the p-value
+is McNemar's and the interval Tango's score interval, the same test inverted
+(``paired_proportions``), which does not collapse when few questions differ. Other scores (MRR,
+Recall@k in fractions) go to the sign-flip randomisation test: it flips the sign of each
+question's difference at random and counts how often the shuffled mean difference is at least as
+far from zero as the real one; its interval is that test inverted on the same sign patterns.
+Either way the interval holds every shift the test does not reject, so it leaves zero out exactly
+when p <= 1 - confidence. ``paired_bootstrap`` (checked against scipy's) is here too, but no lab
+decides with it. ``Family`` judges the comparisons that answer one question together with Holm's
+adjustment, and prints beside each Holm-adjusted p the interval at the level matching Holm's
+step-down, so the interval leaves zero out exactly when the verdict names a winner. "No
+difference this set can detect" does not say the systems are equal, only that this many questions
+cannot tell them apart; the interval says how large a difference the set could still be hiding.
 
-Every number here is the same, bit for bit, for a given seed on any machine. Each system's mean
-and the mean difference are the exact means of the floats given, rounded once. The resampling
-works on whole numbers, so no sum depends on the order it is added in: when every score is the
-float nearest a fraction p/q with q <= 10 000 and the denominators share a small enough common
-multiple (hit@1, Recall@k, reciprocal rank over the first few dozen ranks), each difference is
-an exact integer multiple of one over that multiple, and every resampled sum, every "at least as
-extreme" and every interval endpoint is exact (rounded once at the end). Other scores (nDCG,
-cosines) are rounded to 32 significant bits of the largest score; a resampled statistic then
-counts as "at least as extreme" when it falls short by less than that rounding could explain,
-so ties that float arithmetic would break by chance still count as ties. Random numbers come
-from numpy's ``Generator`` (PCG64) seeded with ``seed``; the draws depend only on the seed and
-the sizes (questions, resamples), not on the machine, though a numpy release may change them.
+Every number is the same, bit for bit, for a given seed on any machine: means are exact means
+rounded once, Tango's interval depends on the counts alone, and resampling works on whole numbers.
+When every score is the float nearest a fraction p/q (q <= 10 000, a small enough common multiple:
+Recall@k, reciprocal rank), each difference is an exact multiple of one over that multiple and
+every sum, "at least as extreme" and interval end is exact. Other scores (nDCG, cosines) are
+rounded to 32 significant bits of the largest one, and a resampled statistic counts as "at least as
+extreme" when it falls short by less than that rounding could explain. Random numbers come from
+numpy's PCG64 ``Generator`` seeded with ``seed`` (a numpy release may change the draws).
 """
 from __future__ import annotations
 
@@ -42,6 +36,7 @@ import numpy as np
 
 from .. import COURSE_SEED
 from ..lesson.params import check_number, check_positive_int, check_seed
+from .paired_proportions import PairedProportions, is_binary
 
 NO_DIFFERENCE = "no difference this set can detect"
 EXACT_RANDOMISATION_LIMIT = 16       # enumerate all 2**m sign patterns when m questions differ, m <= this
@@ -70,16 +65,15 @@ class PairedComparison:
     def verdict(self, alpha: float = 0.05) -> str:
         """``"A beats B"``/``"B beats A"`` (names filled in) when p <= ``alpha``, else ``NO_DIFFERENCE``."""
         alpha = check_number("alpha", alpha, 0.0, 1.0)
-        if self.p_value <= alpha and self.difference > 0:
-            return f"{self.name_a} beats {self.name_b}"
-        if self.p_value <= alpha and self.difference < 0:
-            return f"{self.name_b} beats {self.name_a}"
-        return NO_DIFFERENCE
+        if self.p_value > alpha or self.difference == 0:
+            return NO_DIFFERENCE
+        return f"{self.name_a} beats {self.name_b}" if self.difference > 0 else f"{self.name_b} beats {self.name_a}"
 
     def summary_line(self, alpha: float = 0.05) -> str:
-        """One line for a notebook, to 3 decimals: ``A - B: +0.040 [−0.020, +0.100], p = 0.210 (n = 70): ...``."""
+        """One line to 3 decimals: ``A - B: +0.040 [−0.020, +0.100], p = 0.210 (n = 70): ...`` (level unless 95%)."""
+        level = "" if abs(self.confidence - 0.95) < 1e-12 else f" at {level_text(self.confidence)}"
         return (f"{self.name_a} - {self.name_b}: {signed(self.difference)} "
-                f"[{signed(self.low)}, {signed(self.high)}], {p_text(self.p_value)} (n = {self.n}): "
+                f"[{signed(self.low)}, {signed(self.high)}]{level}, {p_text(self.p_value)} (n = {self.n}): "
                 f"{self.verdict(alpha)}")
 
     def __str__(self) -> str:
@@ -89,16 +83,18 @@ class PairedComparison:
 def signed(value: float, digits: int = 3) -> str:
     """``value`` to ``digits`` decimals with its sign (+ or the minus sign −); one that rounds to 0 reads 0.000."""
     text = f"{value:+.{digits}f}"
-    if float(text) == 0:
-        return text[1:]
-    return text.replace("-", "\u2212")
+    return text[1:] if float(text) == 0 else text.replace("-", "\u2212")
 
 
 def p_text(p_value: float, digits: int = 3) -> str:
     """``p = 0.210`` to ``digits`` decimals, or ``p < 0.001`` when it would round to zero."""
-    if round(p_value, digits) == 0:
-        return f"p < {10.0 ** -digits:.{digits}f}"
-    return f"p = {p_value:.{digits}f}"
+    return f"p < {10.0 ** -digits:.{digits}f}" if round(p_value, digits) == 0 else f"p = {p_value:.{digits}f}"
+
+
+def level_text(confidence: float) -> str:
+    """A confidence level in short: ``95%``, ``98.3%``, ``99.7%`` (more digits only where it would read 100%)."""
+    digits = next((d for d in range(1, 9) if float(f"{100 * confidence:.{d}f}") < 100), 9)
+    return f"{100 * confidence:.{digits}f}".rstrip("0").rstrip(".") + "%"
 
 
 # ---- input ------------------------------------------------------------------------------------
@@ -203,9 +199,7 @@ def _rows_per_block(columns: int) -> int:
 
 def _bootstrap_sums(units: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Sum of the differences over each of ``resamples`` redraws of the questions (with replacement)."""
-    n = units.size
-    sums = np.empty(resamples, dtype=np.int64)
-    step = _rows_per_block(n)
+    n, step, sums = units.size, _rows_per_block(units.size), np.empty(resamples, dtype=np.int64)
     for start in range(0, resamples, step):
         rows = min(step, resamples - start)
         picks = rng.integers(0, n, size=(rows, n))
@@ -221,45 +215,11 @@ def _percentile(ordered: np.ndarray, share: Fraction) -> Fraction:
     return int(ordered[below]) + (int(ordered[above]) - int(ordered[below])) * (position - below)
 
 
-def _bootstrap(diff: _Differences, resamples: int, seed: int,
-               confidence: Fraction) -> tuple[float, float, float]:
-    """Interval endpoints and shift p-value of the paired bootstrap (see ``paired_bootstrap``)."""
-    n = diff.units.size
-    observed = int(diff.units.sum())
-    sums = _bootstrap_sums(diff.units, resamples, np.random.default_rng(seed))
-    extreme = _at_least_as_far(sums - observed, observed, diff.slack)
-    ordered = np.sort(sums)
-    tail = (1 - confidence) / 2
-    low = float(_percentile(ordered, tail) * diff.unit / n)
-    high = float(_percentile(ordered, 1 - tail) * diff.unit / n)
-    return low, high, (1 + extreme) / (resamples + 1)
-
-
-def _randomisation(diff: _Differences, permutations: int, seed: int) -> tuple[float, str]:
-    """Two-sided sign-flip p-value and a few words on how it was reached (see ``paired_randomisation``)."""
-    moving = diff.units[diff.units != 0]                # a question with no difference is the same flipped
-    m = moving.size
-    observed = int(moving.sum())
-    if m <= EXACT_RANDOMISATION_LIMIT:
-        patterns = (np.arange(2 ** m, dtype=np.int64)[:, None] >> np.arange(m, dtype=np.int64)) & 1
-        statistics = observed - 2 * (patterns @ moving)  # flipping question i subtracts 2 d_i
-        count = _at_least_as_far(statistics, observed, diff.slack)
-        return count / 2 ** m, f"exact over all {2 ** m} sign patterns"
-    rng = np.random.default_rng(seed)
-    count, step = 0, _rows_per_block(m)
-    for start in range(0, permutations, step):
-        rows = min(step, permutations - start)
-        flips = rng.integers(0, 2, size=(rows, m), dtype=np.int64)
-        count += _at_least_as_far(observed - 2 * (flips @ moving), observed, diff.slack)
-    return (1 + count) / (permutations + 1), f"{permutations} random sign patterns"
-
-
 def _compared(first: np.ndarray, second: np.ndarray, names: Sequence[str], low: float, high: float,
               p_value: float, method: str, level: Fraction) -> PairedComparison:
     """The result, with both means and their difference computed exactly from the floats given."""
     name_a, name_b = _names(names)
-    total_a, total_b = sum(map(Fraction, first.tolist())), sum(map(Fraction, second.tolist()))
-    n = first.size
+    total_a, total_b, n = sum(map(Fraction, first.tolist())), sum(map(Fraction, second.tolist())), first.size
     return PairedComparison(name_a, name_b, n, float(total_a / n), float(total_b / n),
                             float((total_a - total_b) / n), low, high, p_value, method, float(level))
 
@@ -268,19 +228,21 @@ def paired_bootstrap(a: Sequence[float], b: Sequence[float], names: Sequence[str
                      resamples: int = 10_000, seed: int = COURSE_SEED, confidence: float = 0.95) -> PairedComparison:
     """Paired bootstrap of the mean difference a - b over the same questions: percentile interval and shift p-value.
 
-    Each of ``resamples`` redraws picks ``n`` questions with replacement (the same picks for both
-    systems) and takes the mean difference there. The interval runs between the (1 - confidence) / 2
-    and (1 + confidence) / 2 quantiles of those means, interpolated linearly between neighbours as
-    numpy's ``percentile`` does. The p-value uses the shift method: the redrawn means, moved so that
-    their centre is zero, imitate a world with no difference; p = (1 + the number of redraws whose
-    mean minus the observed mean is at least as far from zero as the observed mean) / (resamples + 1).
+    Each of ``resamples`` redraws picks ``n`` questions with replacement (the same for both systems).
+    The interval runs between the (1 -+ confidence) / 2 quantiles of the redrawn means, interpolated as
+    numpy's ``percentile`` does. Shift p-value: p = (1 + the number of redraws whose mean minus the
+    observed mean is at least as far from zero as the observed mean) / (resamples + 1).
     """
     first, second = _paired(a, b)
     _names(names)
     resamples = check_positive_int("resamples", resamples)
     seed = check_seed(seed, "seed")
-    level = _confidence(confidence)
-    low, high, p_value = _bootstrap(_differences(first, second), resamples, seed, level)
+    level, diff = _confidence(confidence), _differences(first, second)
+    n, observed = diff.units.size, int(diff.units.sum())
+    sums = _bootstrap_sums(diff.units, resamples, np.random.default_rng(seed))
+    p_value = (1 + _at_least_as_far(sums - observed, observed, diff.slack)) / (resamples + 1)
+    ordered, tail = np.sort(sums), (1 - level) / 2
+    low, high = (float(_percentile(ordered, share) * diff.unit / n) for share in (tail, 1 - tail))
     method = f"{float(level):.0%} paired bootstrap interval ({resamples} resamples), shift p-value"
     return _compared(first, second, names, low, high, p_value, method, level)
 
@@ -289,69 +251,121 @@ def paired_randomisation(a: Sequence[float], b: Sequence[float], *, permutations
                          seed: int = COURSE_SEED) -> float:
     """Two-sided p-value of the sign-flip randomisation test of the mean difference a - b ("fisher" in ranx).
 
-    Under the null hypothesis the two systems are interchangeable on every question, so each
-    question's difference is as likely to carry either sign. The p-value is the share of sign
-    patterns whose mean difference is at least as far from zero as the observed one. Questions
-    with no difference are left out (flipping them changes nothing). With m questions that
-    differ and m <= 16, all 2**m patterns are enumerated and the p-value is exact (the observed
-    pattern is among them, so it is never 0). Otherwise ``permutations`` patterns are drawn at
-    random and p = (1 + the number at least as extreme) / (permutations + 1).
+    Under the null hypothesis each question's difference is as likely to carry either sign; p is the
+    share of sign patterns whose mean difference is at least as far from zero as the observed one.
+    Questions with no difference are left out. With m <= 16 questions that differ all 2**m patterns
+    are enumerated (exact, never 0); otherwise ``permutations`` random patterns are drawn and
+    p = (1 + the number at least as extreme) / (permutations + 1).
     """
     first, second = _paired(a, b)
     permutations = check_positive_int("permutations", permutations)
-    return _randomisation(_differences(first, second), permutations, check_seed(seed, "seed"))[0]
+    diff = _differences(first, second)
+    moving = replace(diff, units=diff.units[diff.units != 0])   # a question with no difference is the same flipped
+    return _sign_patterns(moving, permutations, check_seed(seed, "seed")).p_value
 
 
 def compare(a: Sequence[float], b: Sequence[float], names: Sequence[str] = ("A", "B"), *,
             resamples: int = 10_000, permutations: int = 20_000, seed: int = COURSE_SEED,
             confidence: float = 0.95) -> PairedComparison:
-    """The course's paired comparison: one procedure, the sign-flip randomisation test, gives both p and interval.
+    """The course's paired comparison: one test gives both the p-value and the interval, so the two agree.
 
-    The p-value is the share of sign patterns (each question's difference kept or flipped; all
-    2**n patterns when n <= 16 questions, else ``permutations`` random ones plus the observed) whose mean difference is at least as far
-    from zero as the observed one; it is the test ranx runs as "fisher" and needs no large-sample
-    approximation. The interval is the same test inverted: the shifts ``delta`` for which the
-    differences minus ``delta`` would not be rejected at ``1 - confidence``, on the very same sign
-    patterns. So the interval leaves zero out exactly when p <= 1 - confidence, and the two can
-    never disagree in print. (For each pattern the shifts at which it is at least as extreme form
-    one closed interval containing the observed mean, so the set of shifts not rejected is an
-    interval too, and its ends are found exactly, as fractions.) ``resamples`` is accepted for
-    backward compatibility and ignored: ``paired_bootstrap`` is the bootstrap.
+    Scores all 0 or 1 (hit@k): McNemar's p (no continuity correction) and Tango's score interval
+    (``paired_proportions``). Otherwise the sign-flip randomisation test ("fisher" in ranx; all 2**n
+    sign patterns when n <= 16 questions, else ``permutations`` random ones plus the observed) and its
+    inversion on the same patterns (``_SignPatterns``). ``method`` says which. Both reject a shift when
+    its p <= 1 - confidence, so the interval leaves zero out exactly when p <= 1 - confidence.
+    ``resamples`` is accepted for backward compatibility and ignored (``paired_bootstrap`` is the bootstrap).
     """
+    return _compare(a, b, names, resamples=resamples, permutations=permutations, seed=seed,
+                    confidence=confidence)[0]
+
+
+def _compare(a: Sequence[float], b: Sequence[float], names: Sequence[str] = ("A", "B"), *,
+             resamples: int = 10_000, permutations: int = 20_000, seed: int = COURSE_SEED,
+             confidence: float = 0.95) -> tuple[PairedComparison, PairedProportions | _SignPatterns]:
+    """``compare``'s result and the test behind it, to read its interval at another level."""
     check_positive_int("resamples", resamples)
     first, second = _paired(a, b, "a", "b")
-    _names(names)
+    name_a, name_b = _names(names)
     permutations = check_positive_int("permutations", permutations)
     seed = check_seed(seed, "seed")
     level = _confidence(confidence)
-    low, high, p_value = _inverted_randomisation(_differences(first, second), permutations, seed, 1 - level)
-    patterns = (f"exact over all {2 ** first.size} sign patterns" if first.size <= EXACT_RANDOMISATION_LIMIT
-                else f"{permutations} random sign patterns of all {first.size} questions")
-    method = f"sign-flip randomisation ({patterns}): p-value and its inverted {float(level):.0%} interval"
-    return _compared(first, second, names, low, high, p_value, method, level)
+    if is_binary(first) and is_binary(second):
+        test = PairedProportions.from_scores(first, second)
+        counts = f"only {name_a} right on {test.b}, only {name_b} on {test.c} of {test.n} questions"
+        method = f"paired proportions ({counts}): McNemar's p and its inverted {float(level):.0%} Tango score interval"
+    else:
+        test = _sign_patterns(_differences(first, second), permutations, seed)
+        patterns = (f"exact over all {2 ** first.size} sign patterns" if test.exact
+                    else f"{permutations} random sign patterns of all {first.size} questions")
+        method = f"sign-flip randomisation ({patterns}): p-value and its inverted {float(level):.0%} interval"
+    low, high = test.interval(1 - level)
+    return _compared(first, second, names, low, high, test.p_value, method, level), test
 
 
-def _inverted_randomisation(diff: _Differences, permutations: int, seed: int,
-                            alpha: Fraction) -> tuple[float, float, float]:
-    """(low, high, p): the sign-flip p-value at zero and the shifts it does not reject at ``alpha``.
+@dataclass(frozen=True, eq=False)
+class _SignPatterns:
+    """The sign patterns of ``compare``'s randomisation test, kept to read its interval at any level.
 
-    With per-question differences ``u`` (whole units), their sum ``D`` over ``n`` questions, and a
-    pattern of signs ``s`` with ``A = s . u`` and ``S = sum(s)``: shifting every difference by
-    ``delta``, the pattern is at least as extreme as the observation when
-    ``|A - delta S| >= |D - n delta|``, which holds exactly for ``delta`` between
-    ``(D - A) / (n - S)`` and ``(D + A) / (n + S)`` (always, for the all-plus and all-minus
-    patterns). A shift is kept when ``(1 + patterns at least as extreme) / (permutations + 1) >
-    alpha``, i.e. when at least ``need`` patterns count; the lowest kept shift is the ``need``-th
-    smallest lower end, the highest the ``need``-th largest upper end.
+    With differences ``u`` (whole units) summing to ``D`` over ``n`` questions and a pattern of signs
+    ``s`` with ``A = s . u``, ``S = sum(s)``: after shifting every difference by ``delta`` the pattern
+    is at least as extreme as the observation when ``|A - delta S| >= |D - n delta|``, i.e. for
+    ``delta`` between ``(D - A) / (n - S)`` and ``(D + A) / (n + S)`` (always, for the all-plus and
+    all-minus patterns). A shift is kept at ``alpha`` when its p is above ``alpha``, i.e. when at least
+    ``need`` patterns count: the ends are the ``need``-th smallest lower and largest upper end.
     """
+
+    diff: _Differences
+    a_sums: np.ndarray
+    s_sums: np.ndarray
+    exact: bool                 # all 2**n patterns; else random ones (and the observed counts once more)
+    extreme: int                # patterns at least as extreme as the observation
+
+    @property
+    def p_exact(self) -> Fraction:
+        random = not self.exact                      # random patterns count the observed one once more
+        return Fraction(self.extreme + random, self.a_sums.size + random)
+
+    @property
+    def p_value(self) -> float:
+        return float(self.p_exact)
+
+    def rejects(self, alpha: Fraction) -> bool:
+        return self.p_exact <= alpha
+
+    def level_at_p(self, rejects: bool) -> Fraction:
+        """The ``alpha`` nearest p at which zero is rejected (``rejects``) or kept."""
+        return self.p_exact if rejects else self.p_exact - Fraction(1, 2 * (self.a_sums.size + 1))
+
+    def interval(self, alpha: Fraction) -> tuple[float, float]:
+        """The shifts kept at ``alpha`` (0 < alpha < 1), ends as exact fractions rounded once."""
+        a_sums, s_sums, n, total = self.a_sums, self.s_sums, self.diff.units.size, int(self.diff.units.sum())
+        patterns = a_sums.size + (not self.exact)
+        need = math.floor(alpha * patterns - (not self.exact)) + 1  # fewest patterns whose p is above alpha
+        if need <= 0:
+            return -math.inf, math.inf
+        numerators, denominators = np.stack([total - a_sums, total + a_sums]), np.stack([n - s_sums, n + s_sums])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ends = np.where(denominators == 0, np.nan, numerators / np.where(denominators == 0, 1, denominators))
+        always = np.isnan(ends).any(axis=0)                        # the all-plus or all-minus pattern
+        lows, highs = np.where(always, -np.inf, ends.min(axis=0)), np.where(always, np.inf, ends.max(axis=0))
+
+        def exact(index: int, value: float) -> float:
+            if math.isinf(value):
+                return value
+            row = 0 if ends[0, index] == value else 1
+            return float(Fraction(int(numerators[row, index]), int(denominators[row, index])) * self.diff.unit)
+
+        low_at, high_at = np.argsort(lows, kind="stable")[need - 1], np.argsort(-highs, kind="stable")[need - 1]
+        return exact(low_at, lows[low_at]), exact(high_at, highs[high_at])
+
+
+def _sign_patterns(diff: _Differences, permutations: int, seed: int) -> _SignPatterns:
+    """All 2**n sign patterns of the ``n`` differences when n <= 16, else ``permutations`` random ones."""
     units, n = diff.units, diff.units.size
-    total = int(units.sum())
     if n <= EXACT_RANDOMISATION_LIMIT:                        # every pattern, the observed one among them
         bits = (np.arange(2 ** n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
         a_sums, s_sums = (1 - 2 * bits) @ units, (1 - 2 * bits).sum(axis=1)
-        extreme = _at_least_as_far(a_sums, total, diff.slack)
-        p_value, permutations = extreme / 2 ** n, 2 ** n
-        need = math.floor(alpha * 2 ** n) + 1                 # smallest count c with c / 2**n > alpha
     else:
         rng = np.random.default_rng(seed)
         a_parts, s_parts, step = [], [], _rows_per_block(n)
@@ -361,35 +375,8 @@ def _inverted_randomisation(diff: _Differences, permutations: int, seed: int,
             a_parts.append(signs @ units)
             s_parts.append(signs.sum(axis=1))
         a_sums, s_sums = np.concatenate(a_parts), np.concatenate(s_parts)
-        extreme = _at_least_as_far(a_sums, total, diff.slack)
-        p_value = (1 + extreme) / (permutations + 1)
-        need = math.floor(alpha * (permutations + 1) - 1) + 1  # smallest count c with (1 + c) / (P + 1) > alpha
-    if need <= 0:
-        return -math.inf, math.inf, p_value
-    first = np.stack([total - a_sums, n - s_sums])            # numerator, denominator of (D - A) / (n - S)
-    second = np.stack([total + a_sums, n + s_sums])           # of (D + A) / (n + S)
-    ends = []
-    for numerators, denominators in ((first[0], first[1]), (second[0], second[1])):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ends.append(np.where(denominators == 0, np.nan, numerators / np.where(denominators == 0, 1, denominators)))
-    always = np.isnan(ends[0]) | np.isnan(ends[1])            # the all-plus or all-minus pattern
-    lows = np.where(always, -np.inf, np.fmin(ends[0], ends[1]))
-    highs = np.where(always, np.inf, np.fmax(ends[0], ends[1]))
-    if need > permutations:
-        mean = Fraction(total, n) * diff.unit
-        return float(mean), float(mean), p_value
-    low = _exact_end(np.argsort(lows, kind="stable")[need - 1], lows, first, second, ends)
-    high = _exact_end(np.argsort(-highs, kind="stable")[need - 1], highs, first, second, ends)
-    return float(low * diff.unit), float(high * diff.unit), p_value
-
-
-def _exact_end(index: int, chosen: np.ndarray, first: np.ndarray, second: np.ndarray, ends: list) -> Fraction:
-    """The end ``chosen[index]`` as an exact fraction of units per question (or an infinite float)."""
-    value = chosen[index]
-    if math.isinf(value):
-        return value
-    numerators, denominators = (first, second)[0 if ends[0][index] == value else 1]
-    return Fraction(int(numerators[index]), int(denominators[index]))
+    extreme = _at_least_as_far(a_sums, int(units.sum()), diff.slack)
+    return _SignPatterns(diff, a_sums, s_sums, n <= EXACT_RANDOMISATION_LIMIT, extreme)
 
 
 def holm_adjusted(p_values: Sequence[float]) -> list[float]:
@@ -406,33 +393,32 @@ def compare_to_baseline(baseline: Sequence[float], systems: Mapping[str, Sequenc
                         baseline_name: str = "baseline", *, holm: bool = True, resamples: int = 10_000,
                         permutations: int = 20_000, seed: int = COURSE_SEED,
                         confidence: float = 0.95) -> list[PairedComparison]:
-    """``compare(system, baseline)`` for each system, in the mapping's order; p-values Holm-adjusted when ``holm``.
+    """``compare(system, baseline)`` for each system, in the mapping's order; judged as a ``Family`` when ``holm``.
 
-    Each comparison uses the same seed, so all systems are judged on the same redraws of the
-    questions. With several systems, one of them beating the baseline by luck grows likelier;
-    Holm's adjustment keeps the chance of any false "beats" at most ``alpha`` over the family.
+    Each comparison uses the same seed. Holm's adjustment (at 1 - ``confidence``) keeps the chance of
+    any false "beats" at most that over the family; each interval is read at the matching level.
     """
     if not isinstance(systems, Mapping) or not systems:
         raise ValueError("systems must be a non-empty mapping of system name -> scores")
-    comparisons = []
+    family = Family(f"against {baseline_name}", alpha=float(1 - _confidence(confidence)))
     for name, scores in systems.items():
         _paired(scores, baseline, f"systems[{name!r}]", "baseline")
-        comparisons.append(compare(scores, baseline, (name, baseline_name), resamples=resamples,
-                                   permutations=permutations, seed=seed, confidence=confidence))
-    if not holm or len(comparisons) == 1:
-        return comparisons
-    adjusted = holm_adjusted([c.p_value for c in comparisons])
-    note = f"; p Holm-adjusted over {len(comparisons)} comparisons"
-    return [replace(c, p_value=p, method=c.method + note) for c, p in zip(comparisons, adjusted)]
+        family.add(name, scores, baseline, (name, baseline_name), resamples=resamples, permutations=permutations,
+                   seed=seed, confidence=confidence)
+    return family.adjusted if holm and len(family) > 1 else list(family.raw)
 
 
 class Family:
     """The comparisons that answer one question a section asks, judged together (Holm over the family).
 
-    Each ``add`` runs ``compare`` (randomisation p and its inverted interval, which agree with
-    each other); the verdict of every comparison follows its Holm-adjusted p, so the chance of any
-    false "beats" in the family stays at most ``alpha``. Printing the family prints one row per
-    comparison: difference, interval, p, Holm p, verdict.
+    Each ``add`` runs ``compare`` (kept in ``raw``); every verdict follows the Holm-adjusted p, so the
+    chance of any false "beats" stays at most ``alpha``. ``adjusted`` and ``family[label]`` carry the
+    Holm p and the interval at the level matching Holm's step-down (``confidence``): with the p-values
+    ascending (ties by insertion) and j* the first rank j where p_(j) > alpha / (m - j + 1) (m + 1 if
+    none), rank i is read at 1 - alpha / (m - min(i, j*) + 1). Both tests reject a shift when its p is
+    at most the level's alpha, so the interval leaves zero out exactly when the Holm p <= alpha, i.e.
+    when the verdict names a winner; a family of one is read at 1 - alpha (95%). Printed: one row per
+    comparison with difference, p, Holm p, level, the interval at that level and the verdict.
     """
 
     def __init__(self, question: str, alpha: float = 0.05):
@@ -440,17 +426,19 @@ class Family:
             raise ValueError(f"question must be a non-empty string naming what the family asks; got {question!r}")
         self.question = question
         self.alpha = check_number("alpha", alpha, 0.0, 1.0)
-        self.labels: list[str] = []
-        self.raw: list[PairedComparison] = []
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must be strictly between 0 and 1; got {alpha!r}")
+        self.labels, self.raw, self._tests, self._adjusted = [], [], [], []
 
     def add(self, label: str, a: Sequence[float], b: Sequence[float], names: Sequence[str] = ("A", "B"),
             **options) -> PairedComparison:
         """Compare ``a`` with ``b`` (``compare``'s options) under ``label``; the raw comparison."""
         if not isinstance(label, str) or not label.strip() or label in self.labels:
             raise ValueError(f"label must be a new non-empty string; got {label!r} (have {self.labels})")
-        result = compare(a, b, names, **options)
+        result, test = _compare(a, b, names, **options)
         self.labels.append(label)
         self.raw.append(result)
+        self._tests.append(test)
         return result
 
     def __len__(self) -> int:
@@ -458,9 +446,26 @@ class Family:
 
     @property
     def adjusted(self) -> list[PairedComparison]:
-        """The comparisons with Holm-adjusted p-values (intervals and differences as computed)."""
-        held = holm_adjusted([c.p_value for c in self.raw]) if self.raw else []
-        return [replace(c, p_value=p) for c, p in zip(self.raw, held)]
+        """The comparisons with Holm-adjusted p and each interval at the level matching Holm's step-down.
+
+        ``stop`` is the first 0-based rank (by p, then insertion) whose p times (m - rank) exceeds alpha,
+        computed as ``holm_adjusted`` does; rank r is read at alpha / (m - min(r, stop)). Should float
+        rounding put a p within an ulp of its level on the wrong side, the level moves to p itself.
+        """
+        m, raw = len(self.raw), self.raw
+        if len(self._adjusted) != m:
+            held, order = holm_adjusted([c.p_value for c in raw]), sorted(range(m), key=lambda j: (raw[j].p_value, j))
+            stop = next((r for r, j in enumerate(order) if min(1.0, (m - r) * raw[j].p_value) > self.alpha), m)
+            self._adjusted = list(raw)
+            for rank, j in enumerate(order):
+                level, test = Fraction(self.alpha).limit_denominator(10 ** 6) / (m - min(rank, stop)), self._tests[j]
+                if test.rejects(level) != (held[j] <= self.alpha):
+                    level = test.level_at_p(held[j] <= self.alpha)
+                low, high = test.interval(level)
+                note = f"; p Holm-adjusted over {m} comparisons, interval at {level_text(float(1 - level))}"
+                self._adjusted[j] = replace(raw[j], low=low, high=high, p_value=held[j], confidence=float(1 - level),
+                                            method=raw[j].method + note * (m > 1))
+        return list(self._adjusted)
 
     def __getitem__(self, label: str) -> PairedComparison:
         """The Holm-adjusted comparison ``label``."""
@@ -473,15 +478,15 @@ class Family:
         return self[label].verdict(self.alpha)
 
     def table(self) -> str:
-        """The family as printed: its question, then one row per comparison."""
+        """The family as printed: its question, then one row per comparison, its interval at its Holm level."""
         width = max([10, *(len(label) for label in self.labels)])
         lines = [f"{self.question}: {len(self)} comparison{'s' * (len(self) != 1)}, verdicts at Holm-adjusted "
                  f"p <= {self.alpha:g}",
-                 f"{'comparison':<{width}}  {'A - B':>7}  {'95% interval':<17}  {'p':>6}  {'Holm p':>6}  verdict"]
+                 f"{'comparison':<{width}}  {'A - B':>7}       p  Holm p   level  {'interval':<16}  verdict"]
         for label, raw, held in zip(self.labels, self.raw, self.adjusted):
-            lines.append(f"{label:<{width}}  {signed(raw.difference):>7}  "
-                         f"[{signed(raw.low)}, {signed(raw.high)}]".ljust(width + 29)
-                         + f"  {raw.p_value:6.3f}  {held.p_value:6.3f}  {held.verdict(self.alpha)}")
+            interval = f"[{signed(held.low)}, {signed(held.high)}]"
+            lines.append(f"{label:<{width}}  {signed(raw.difference):>7}  {raw.p_value:6.3f}  {held.p_value:6.3f}  "
+                         f"{level_text(held.confidence):>6}  {interval:<16}  {held.verdict(self.alpha)}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -489,4 +494,4 @@ class Family:
 
 
 __all__ = ["EXACT_RANDOMISATION_LIMIT", "Family", "NO_DIFFERENCE", "PairedComparison", "compare", "compare_to_baseline",
-           "exact_mean", "holm_adjusted", "p_text", "paired_bootstrap", "paired_randomisation", "signed"]
+           "exact_mean", "holm_adjusted", "level_text", "p_text", "paired_bootstrap", "paired_randomisation", "signed"]

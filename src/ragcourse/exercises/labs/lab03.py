@@ -402,7 +402,7 @@ def step_runs(fuse: Callable, questions: Sequence[Question]) -> dict[str, dict[s
 def step_lines(fuse: Callable) -> list[str]:
     """Recall@5 after each step on the judged and dev questions, each step paired with the one before it."""
     lines = [f"The steps on the subset (recursive chunks of {LAB_CHARS} characters), Recall@{LAB_K}, each step"
-             " paired with the one before it (95% bootstrap interval, randomisation p):"]
+             " paired with the one before it (a 95% interval and p from one sign-flip randomisation test):"]
     for set_name, questions in (("judged", list(judged())), ("real dev", list(dev()))):
         runs = step_runs(fuse, questions)
         names = list(runs)

@@ -13,9 +13,9 @@ landing page, a lesson, a lab, the API reference and a search go to ``test-outpu
 
 Accessibility (issue 53): axe-core (``conftest.axe_findings``) checks every page in the light and
 in the dark colour mode (Chromium's ``prefers-color-scheme``, which the theme follows): any serious
-or critical finding fails, and the counts per rule go to ``test-output/site/axe-MODE.json``. One
-rule is pending: figures whose notebook cell does not yet describe them (``show_figure``) have no
-alt text; they are counted apart, and a strict ``xfail`` says how many remain.
+or critical finding fails, and the counts per rule go to ``test-output/site/axe-MODE.json``. A
+figure whose notebook cell does not describe it (``show_figure``) has no alt text: counted apart
+(``image-alt``), and none may remain (every figure of the lessons and labs describes itself).
 
 The whole module carries the ``browser`` marker: the build takes half a minute, too slow for
 ``make test-fast``. Without Playwright or Chromium the browser tests skip, unless
@@ -413,7 +413,7 @@ def test_screenshots_for_a_reader(reader, site_url):
 MODES = ("light", "dark")
 PENDING_RULE = "image-alt"          # figures of notebooks whose figure cell does not call show_figure yet
 FIGURE = "div.cell_output"          # where a notebook's figures sit on a page
-FIGURES_BEFORE_SHOW_FIGURE = 4      # the four labs' figures, not yet described (the lessons' 16 are): it only falls
+FIGURES_BEFORE_SHOW_FIGURE = 0      # every figure of the lessons and labs describes itself (show_figure)
 
 PAGE_STATE = """() => {
   const figures = [...document.querySelectorAll('div.cell_output img')].map((img) => {
@@ -512,9 +512,6 @@ def test_accessibility_no_serious_or_critical_finding(audit, mode):
         "(show_figure, CONTRIBUTING.md)")
 
 
-@pytest.mark.xfail(strict=True, reason="pending the labs (issue 53): their figure cells still end in plt.show(); "
-                   "each that calls show_figure(fig, description) gives its figure alt text. When none is left, "
-                   "this XPASSes: remove this mark")
 @pytest.mark.parametrize("mode", MODES)
 def test_every_figure_has_alt_text(audit, mode):
     pending = audit(mode).pending()

@@ -217,10 +217,11 @@ def pytest_configure(config):
 # The files that take longest, in seconds, as measured in a warm ``make test`` (a timeline of each worker,
 # 2026-12-02; the grader's files of 2026-12-03 scaled from a run under load 6, 527 s then for the 160 s
 # measured here; the site's of 2026-12-05 alone under load 5: 374 s, 310 of them axe-core on 60 pages in two
-# colour modes); the others take a few seconds each. Only their order matters: xdist gives a worker its next
-# file when the one it runs is nearly done, so two long files handed out last would run one after the other.
+# colour modes; the browser file's 2026-12-05 axe check of each lesson in JupyterLab, about 100 s more); the
+# others take a few seconds each. Only their order matters: xdist gives a worker its next file when the one it
+# runs is nearly done, so two long files handed out last would run one after the other.
 SECONDS = {
-    "tests/test_browser.py": 40, "tests/exercises/test_exercise_grading.py": 60,
+    "tests/test_browser.py": 140, "tests/exercises/test_exercise_grading.py": 60,
     "tests/exercises/test_grading_masters.py": 77, "tests/exercises/test_grader_signals.py": 12,
     "tests/exercises/test_lending.py": 8,
     "tests/test_notebook_runs.py": 45,

@@ -628,6 +628,29 @@ def test_lesson_figures_have_alt_text_in_jupyterlab(lesson_audit):
     assert not pending, f"{len(pending)} figures without alt text (image-alt, critical) in lesson 01: {pending}"
 
 
+@pytest.mark.parametrize("lesson", sorted(set(LESSONS) - {A11Y_LESSON}), ids=lambda n: f"lesson{n:02d}")
+def test_every_other_lesson_in_jupyterlab(lab_server, chromium, lesson):
+    """Each other lesson, opened as stored, once: no serious or critical finding in its outputs, and every
+    figure has alt text (its description)."""
+    context = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    page = context.new_page()
+    page.set_default_timeout(LESSON_OPEN_MS)
+    try:
+        _open_as_stored(page, lab_server, f"notebooks/{LESSONS[lesson].name}")
+        findings = _audit_notebook(page)
+    finally:
+        try:
+            page.evaluate(SHUT_DOWN)
+        except Exception:
+            pass
+        context.close()
+    blocking = _blocking(findings)
+    assert not blocking, f"{len(blocking)} serious or critical findings in lesson {lesson:02d}'s outputs:\n  " + \
+        "\n  ".join(blocking[:20])
+    pending = [node["target"] for f in findings if f["id"] == "image-alt" for node in f["nodes"] if node["marked"]]
+    assert not pending, f"{len(pending)} figures without alt text in lesson {lesson:02d}: {pending}"
+
+
 def test_a_described_figure_reaches_jupyterlab_with_its_alt(lab_server, page):
     """A figure shown with ``show_figure``, opened as stored (untrusted): JupyterLab renders the HTML <img>
     with the description as alt, and the values table; axe finds nothing serious in its outputs."""

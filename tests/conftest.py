@@ -108,7 +108,22 @@ def axe_counts(findings: list[dict]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-__all__ = ["ALL_LESSONS", "AXE_BLOCKING", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "axe_counts",
+def described_figure(cells: list[dict]) -> dict:
+    """The one stored output whose PNG carries an ``alt`` (a figure shown with ``show_figure``); its alt must
+    equal its text, the description."""
+    found = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
+             if "alt" in o.get("metadata", {}).get("image/png", {})]
+    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
+    assert found[0]["metadata"]["image/png"]["alt"] == "".join(found[0]["data"]["text/plain"])
+    return found[0]
+
+
+def stored_figure_description(cells: list[dict]) -> str:
+    """The committed figure's description, as a screen reader gets it."""
+    return "".join(described_figure(cells)["data"]["text/plain"])
+
+
+__all__ = ["ALL_LESSONS", "AXE_BLOCKING", "described_figure", "stored_figure_description", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "axe_counts",
            "axe_findings", "blocks_in_order", "documented_blocks", "normalise_block", "lesson_notebook",
            "stored_stdout"]
 

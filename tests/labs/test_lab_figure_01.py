@@ -13,6 +13,7 @@ import json
 
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import describe_series, numbers_not_plotted
+from conftest import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[1]
 
@@ -46,15 +47,6 @@ def stored_sweep() -> list[list[float]]:
     return rows
 
 
-def figure_description() -> str:
-    """The committed figure's description: the text/plain of the one output whose PNG carries an ``alt``."""
-    found = [o for c in cells() if c["cell_type"] == "code" for o in c.get("outputs", [])
-             if "alt" in o.get("metadata", {}).get("image/png", {})]
-    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
-    text = "".join(found[0]["data"]["text/plain"])
-    assert found[0]["metadata"]["image/png"]["alt"] == text
-    return text
-
 
 def described(rows: list[list[float]], k: int) -> str:
     """The description the figure cell writes, from the plotted values (the same calls)."""
@@ -76,7 +68,7 @@ def test_the_figure_describes_itself_from_the_plotted_values():
     source = "".join(code_with("01-recall-and-chunks-by-max-chars")["source"])
     assert "show_figure(fig, " in source and "plt.show()" not in source and "table=" not in source  # the sweep prints them
     rows, k = stored_sweep(), parameters()["K"]
-    text = figure_description()
+    text = stored_figure_description(cells())
     assert text == described(rows, k)
     plotted = [[row[0] for row in rows], [row[1] for row in rows], [row[3] for row in rows], [row[4] for row in rows]]
     assert numbers_not_plotted(text, plotted, ".3f", allowed=[k]) == []    # K: the axis label's Recall@5

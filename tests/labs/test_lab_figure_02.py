@@ -16,6 +16,7 @@ import re
 
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import VALUES_CLASS, describe_series, numbers_not_plotted
+from conftest import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[2]
 SETUPS = [("tfidf", "whole"), ("tfidf", "chunked"), ("dense", "whole"), ("dense", "chunked")]
@@ -52,15 +53,6 @@ def figure_outputs() -> tuple[dict, dict]:
     assert VALUES_CLASS in "".join(values["data"]["text/html"])
     return figure, values
 
-
-def figure_description() -> str:
-    """The committed figure's description: the text/plain of the one output whose PNG carries an ``alt``."""
-    found = [o for c in cells() if c["cell_type"] == "code" for o in c.get("outputs", [])
-             if "alt" in o.get("metadata", {}).get("image/png", {})]
-    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
-    text = "".join(found[0]["data"]["text/plain"])
-    assert found[0]["metadata"]["image/png"]["alt"] == text
-    return text
 
 
 def stored_table() -> tuple[list[int], dict[str, dict[tuple[str, str], list[float]]]]:
@@ -136,7 +128,7 @@ def test_the_figure_describes_itself_from_the_plotted_values():
     assert "show_figure(fig, " in source and "table=" in source and "plt.show()" not in source
     depths, curves = stored_table()
     summaries, judged = counts()
-    text = figure_description()
+    text = stored_figure_description(cells())
     assert text == "".join(figure_outputs()[0]["data"]["text/plain"])
     assert text == described(depths, curves, summaries, judged)
     plotted = [depths, *curves["self"].values(), *curves["judged"].values()]

@@ -16,6 +16,7 @@ import re
 
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
+from conftest import described_figure
 
 NOTEBOOK = lab_notebooks()[3]
 FIGURE_CELL = '"03-bake-off-and-steps"'
@@ -72,13 +73,6 @@ def judged_count() -> int:
     return int(match.group(1))
 
 
-def figure_output() -> dict:
-    """The one stored output whose PNG carries an ``alt``: the figure shown with show_figure."""
-    found = [o for c in cells() if c["cell_type"] == "code" for o in c.get("outputs", [])
-             if "alt" in o.get("metadata", {}).get("image/png", {})]
-    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
-    return found[0]
-
 
 def described(bakeoff: dict[str, float], steps: dict[str, float], k: int, judged: int) -> str:
     """The description the figure cell writes (the same describe_bars calls), from the printed values."""
@@ -96,13 +90,13 @@ def test_the_figure_cell_shows_its_figure_with_a_description():
     source = "".join(code_with(FIGURE_CELL)["source"])
     assert "show_figure(fig, " in source and "plt.show()" not in source
     assert "axis.set_xlim(0, 1)" in source and "axis.invert_yaxis()" in source   # "from 0 to 1", "top to bottom"
-    output = figure_output()
+    output = described_figure(cells())
     assert output in code_with(FIGURE_CELL)["outputs"]
     assert "table=" not in source, "both panels' values are printed as tables above: no values table"
 
 
 def test_the_figure_describes_itself_from_the_plotted_values():
-    output = figure_output()
+    output = described_figure(cells())
     text = "".join(output["data"]["text/plain"])
     assert output["metadata"]["image/png"]["alt"] == text
     assert f'alt="{html.escape(text, quote=True)}"' in "".join(output["data"]["text/html"])

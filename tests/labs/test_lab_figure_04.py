@@ -17,6 +17,7 @@ from pathlib import Path
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import describe_bars, describe_series, numbers_not_plotted
 from ragcourse.rag.baseline import STAGES
+from conftest import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[4]
 FIGURE = '"04-stages-and-reader"'
@@ -36,15 +37,6 @@ def printed(phrase: str, notebook: Path | None = None) -> str:
     """The text a code cell printed (its stream outputs)."""
     return "".join("".join(o.get("text", "")) for o in code_with(phrase, notebook)["outputs"])
 
-
-def figure_description(notebook: Path | None = None) -> str:
-    """The committed figure's description: the text/plain of the one output whose PNG carries an ``alt``."""
-    found = [o for c in cells(notebook) if c["cell_type"] == "code" for o in c.get("outputs", [])
-             if "alt" in o.get("metadata", {}).get("image/png", {})]
-    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
-    text = "".join(found[0]["data"]["text/plain"])
-    assert found[0]["metadata"]["image/png"]["alt"] == text
-    return text
 
 
 def plotted(notebook: Path | None = None) -> dict:
@@ -93,7 +85,7 @@ def check(notebook: Path | None = None) -> None:
     data = plotted(notebook)
     assert list(data["stages"]) == list(STAGES) and len(data["sweep"]) == 9
     assert data["threshold"] in [row[0] for row in data["sweep"]]
-    text = figure_description(notebook)
+    text = stored_figure_description(cells(notebook))
     assert text == described(data)
     values = [list(data["stages"].values()), *([row[i] for row in data["sweep"]] for i in (1, 2, 3)),
               [f"{row[0]:.2f}" for row in data["sweep"]]]                   # the x ticks, printed as .2f
@@ -104,6 +96,6 @@ def check(notebook: Path | None = None) -> None:
 
 def test_the_figure_describes_itself_from_the_plotted_values():
     check()
-    text = figure_description()
+    text = stored_figure_description(cells())
     assert "The highest bar is dense." in text
     assert "unanswerable abstained and judged answered cross between 0.50 and 0.55" in text

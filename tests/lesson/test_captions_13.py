@@ -26,6 +26,7 @@ from ragcourse.world.embedding import EmbeddingModel
 from ragcourse.world.llm import ChunkAnswerer
 from ragcourse.world.prompts import ANSWER_INSTRUCTION
 from ragcourse.world.text import tokenize
+from conftest import stored_figure_description
 
 NOTEBOOK = lesson_notebooks()[13]
 LAYOUTS = ("head", "middle", "tail")
@@ -206,15 +207,6 @@ def test_the_named_colours(role, label, hue_range, light):
     assert grey_saturation == 0.0 and 'color=PALETTE["neutral"], alpha=0.45, label="requests over the window"' in code
 
 
-def figure_description() -> str:
-    """The committed figure's description: the text/plain of the one output whose PNG carries an ``alt``."""
-    found = [o for c in cells() if c["cell_type"] == "code" for o in c.get("outputs", [])
-             if "alt" in o.get("metadata", {}).get("image/png", {})]
-    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
-    text = "".join(found[0]["data"]["text/plain"])
-    assert found[0]["metadata"]["image/png"]["alt"] == text
-    return text
-
 
 def described(data: dict, p: dict) -> str:
     """The description the figure cell writes, from the recomputed plotted values (the same describe calls)."""
@@ -244,7 +236,7 @@ def test_the_figure_describes_itself_from_the_plotted_values():
     code = code_with("13-generation-by-position")
     assert "show_figure(fig, " in code and "plt.show()" not in code
     data, p = plotted(), parameters()
-    text = figure_description()
+    text = stored_figure_description(cells())
     assert text == described(data, p)
     values = [p["IRRELEVANT_COUNTS"], p["CHUNK_COUNTS"], [data["second"][name] for name in LAYOUTS]]
     values += [[data["by_j"][j][name] for j in data["by_j"]] for name in LAYOUTS]

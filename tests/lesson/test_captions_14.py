@@ -18,6 +18,7 @@ from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks
 from ragcourse.world.embedding import EmbeddingModel
 from ragcourse.world.llm import ClassPriorGenerator
+from conftest import stored_figure_description
 
 NOTEBOOK = lesson_notebooks()[14]
 BOXES = ("right+right", "right+wrong", "wrong+right", "wrong+wrong")
@@ -127,15 +128,6 @@ def test_the_same_two_misses_move_from_wrong_wrong_to_right_wrong():
     assert '[["pipeline worked", "generation fault"]' in "".join(code_cell("14-contingency")["source"])
 
 
-def figure_description() -> str:
-    """The committed figure's description: the text/plain of the one output whose PNG carries an ``alt``."""
-    found = [o for c in cells() if c["cell_type"] == "code" for o in c.get("outputs", [])
-             if "alt" in o.get("metadata", {}).get("image/png", {})]
-    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
-    text = "".join(found[0]["data"]["text/plain"])
-    assert found[0]["metadata"]["image/png"]["alt"] == text
-    return text
-
 
 MEANING = (("pipeline worked", "generation fault"), ("lucky guess", "retrieval fault"))
 
@@ -164,7 +156,7 @@ def test_the_figure_describes_itself_from_the_plotted_values():
     assert "show_figure(fig, description)" in code and "plt.show()" not in code
     assert 'BOX_MEANING = [["pipeline worked", "generation fault"], ["lucky guess", "retrieval fault"]]' in code
     boxes, compared = plotted(), parameters()["COMPARED"]
-    text = figure_description()
+    text = stored_figure_description(cells())
     assert text == described(boxes, compared)
     values = [[counts(row)[box] for box in BOXES] + [single_number(row)] for row in boxes.values()]
     # Also in the figure: the 40 of the title and the context sizes of the panel titles.

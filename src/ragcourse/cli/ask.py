@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, out) -> int:
                 reader.generator.model   # loaded before the question, so the stage times below are the answer's
                 stream = CitationStream(out) if not args.json else None
                 reader.on_text = stream
-            baseline = KEPT.pipeline(index, index.encoder, reranker=reranker, reader=reader)
+            baseline = KEPT.pipeline(index, index.encoder, reader=reader, second_stage=reranker)
             trace = baseline.ask(question, tenant)
         if args.json:
             result = trace.to_dict()

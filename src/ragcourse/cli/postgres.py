@@ -136,12 +136,13 @@ def _policy_from_version(version: str | None):
                        headers=bool(headers))
 
 
-def postgres_document_hits(questions: list[str]) -> list[list]:
-    """``search --retriever postgres``: lab 04's kept system's ranked list (``ladder.KEPT``), as documents.
+def postgres_document_hits(questions: list[str], allowed=None) -> list[list]:
+    """``search --retriever postgres``: lab 04's kept system's ranked list (``ladder.KEPT``), as documents
+    (``rag.baseline.PipelineRetriever``; ``allowed`` keeps those pages of each list).
 
     The same list lab 04's ladder measures on ``dev`` and compares with the other retrievers on ``test``.
     """
-    from ..engines.retrievers import DocumentHit
+    from ..rag.baseline import PipelineRetriever
 
     _, schema = schema_for(argparse.Namespace(corpus=None, schema=None))
     database, index = open_index(schema)
@@ -149,15 +150,7 @@ def postgres_document_hits(questions: list[str]) -> list[list]:
         require_index(index, schema, None)
         from ..labs.ladder import KEPT
 
-        results = []
-        for trace in KEPT.pipeline(index, index.encoder).ask_many(questions):
-            seen, hits = set(), []
-            for sp in trace.stage("reranked"):
-                if sp.passage.doc_id not in seen:
-                    seen.add(sp.passage.doc_id)
-                    hits.append(DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score))
-            results.append(hits)
-        return results
+        return PipelineRetriever(KEPT.pipeline(index, index.encoder)).search_many(questions, allowed)
     finally:
         index.close()
         database.close()

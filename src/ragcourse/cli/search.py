@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, out) -> int:
             from .postgres import postgres_document_hits
             from ..rag.search import check_question
 
-            answers = postgres_document_hits([check_question(q) for q in questions])
+            answers = postgres_document_hits([check_question(q) for q in questions], allowed)
         else:
             answers = _answers(args.retriever, questions, allowed)
     except ModelUnavailable as error:

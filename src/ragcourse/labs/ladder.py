@@ -182,21 +182,21 @@ class Setting:
         return (self.policy, self.summaries, self.headers)
 
     def pipeline(self, index: PgIndex, encoder, reader=None, keep: int | None = None, max_passages: int = 6,
-                 max_tokens: int | None = None, reranker=None):
+                 max_tokens: int | None = None, second_stage=None):
         """The whole pipeline at this setting over ``index`` (a ``Baseline``).
 
-        The second stage is the setting's (``reranker`` replaces it, e.g. a cross-encoder);
-        ``max_tokens`` replaces the setting's budget.
+        The second stage is the setting's (``second_stage``, a ``stages.SecondStage``, replaces it,
+        e.g. a cross-encoder); ``max_tokens`` replaces the setting's budget.
         """
         from ..rag.baseline import Baseline
         from ..rag.context import ContextBudget
         from ..rag.rerank import KEEP, FusedOrder, LearnedOrder, make_reranker
 
-        if reranker is None:
-            reranker = {"re-scorer": lambda: make_reranker(encoder), "learned": LearnedOrder,
-                        "none": FusedOrder}[self.second_stage]()
+        if second_stage is None:
+            second_stage = {"re-scorer": lambda: make_reranker(encoder), "learned": LearnedOrder,
+                            "none": FusedOrder}[self.second_stage]()
         budget = ContextBudget(max_passages=max_passages, max_tokens=max_tokens or self.max_tokens)
-        return Baseline(index, encoder, reranker=reranker, budget=budget, reader=reader, per_path=self.per_path,
+        return Baseline(index, encoder, second_stage=second_stage, budget=budget, reader=reader, per_path=self.per_path,
                         constant=self.constant, keep=keep or KEEP, lexical=self.lexical)
 
     def changed(self, **changes) -> "Setting":

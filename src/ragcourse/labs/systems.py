@@ -77,7 +77,7 @@ class SettingRuns:
                 self._rescorer = make_reranker(self.encoder)
             reranker = self._rescorer
         pipeline = setting.pipeline(self.index(setting), self.encoder, reader=self.reader, keep=self.keep,
-                                    max_passages=self.max_passages, max_tokens=max_tokens, reranker=reranker)
+                                    max_passages=self.max_passages, max_tokens=max_tokens, second_stage=reranker)
         pipeline.memo = self.memo if remember else None
         return pipeline
 

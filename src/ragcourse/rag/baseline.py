@@ -16,10 +16,11 @@ from typing import Sequence
 
 import numpy as np
 
+from ..engines.stages import Reader, SecondStage
 from .context import AssembledContext, ContextBudget, assemble, drop_counts, token_counter
 from .passages import ScoredPassage
 from .reader import Answer, ExtractiveReader
-from .rerank import KEEP, LearnedOrder, RerankResult, make_reranker, rerank
+from .rerank import KEEP, RerankResult, make_reranker
 from .search import (DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, PathMemo, candidates, check_lexical,
                      check_question)
 from .store import DEFAULT_TENANT, PgIndex, check_tenant
@@ -100,16 +101,20 @@ class Trace:
 
 
 class Baseline:
-    """The whole pipeline over one index; every part can be swapped (reranker, budget, reader)."""
+    """The whole pipeline over one index; every part can be swapped (second stage, budget, reader).
 
-    def __init__(self, index: PgIndex, encoder, reranker=None, budget: ContextBudget | None = None,
-                 reader: ExtractiveReader | None = None, per_path: int = PER_PATH,
+    The second stage is any ``stages.SecondStage`` (the MiniLM re-scorer by default), the reader
+    any ``stages.Reader`` (the extractive reader by default); each is called through its protocol.
+    """
+
+    def __init__(self, index: PgIndex, encoder, second_stage: SecondStage | None = None,
+                 budget: ContextBudget | None = None, reader: Reader | None = None, per_path: int = PER_PATH,
                  constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP,
                  lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None):
         from ..lesson.params import check_int
 
         self.index, self.encoder = index, encoder
-        self.reranker = reranker or make_reranker(encoder)
+        self.second_stage = second_stage or make_reranker(encoder)
         self.budget = budget or ContextBudget()
         self.reader = reader or ExtractiveReader(encoder)
         self.per_path = check_int("per_path", per_path, 1, 1000)
@@ -131,10 +136,7 @@ class Baseline:
         found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
                            lexical=self.lexical, memo=self.memo)
         before_rerank = time.perf_counter()
-        if isinstance(self.reranker, LearnedOrder):
-            reranked = self.reranker.order(question, found.full_text, found.dense, keep=self.keep)
-        else:
-            reranked = rerank(self.reranker, question, [sp.passage for sp in found.fused], keep=self.keep)
+        reranked = self.second_stage.reorder(question, found, self.keep)
         ranked = time.perf_counter()
         context = assemble(reranked.ranked, self.budget, self.count_tokens)
         assembled = time.perf_counter()
@@ -154,3 +156,35 @@ class Baseline:
         # One read-only session for the batch; each question's queries are still timed on their own.
         with self.index.reader(tenant, exact=self.exact) as session:
             return [self.ask(text, tenant, vector, session) for text, vector in zip(texts, vectors)]
+
+
+class PipelineRetriever:
+    """The pipeline's ranked list as a ``stages.Retriever``: each question's pages in its second stage's order.
+
+    A question's hits are the ``reranked`` stage's chunks collapsed to their pages (each page once,
+    with the chunk that won it and that chunk's score). ``allowed`` (page ids) applies to that finished
+    list, since the pipeline's search does not filter by page, so fewer than ``keep`` pages can remain:
+    ``filtered_out`` counts the hits it removed, over every call.
+    """
+
+    name = "postgres"
+
+    def __init__(self, pipeline: Baseline, tenant: str = DEFAULT_TENANT):
+        self.pipeline, self.tenant = pipeline, check_tenant(tenant)
+        self.filtered_out = 0
+
+    def search_many(self, questions: Sequence[str], allowed=None) -> list[list]:
+        """One list of ``DocumentHit`` per question (ValueError for an empty, NUL-holding or overlong one)."""
+        from ..engines.retrievers import DocumentHit
+
+        results = []
+        for trace in self.pipeline.ask_many(questions, self.tenant):
+            seen, hits = set(), []
+            for sp in trace.stage("reranked"):
+                if sp.passage.doc_id not in seen:
+                    seen.add(sp.passage.doc_id)
+                    hits.append(DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score))
+            kept = hits if allowed is None else [hit for hit in hits if hit.doc_id in allowed]
+            self.filtered_out += len(hits) - len(kept)
+            results.append(kept)
+        return results

@@ -172,7 +172,7 @@ def test_the_generating_reader_is_a_reader():
 # ---------------------------------------------------------------- the PostgreSQL pipeline as a retriever
 
 def test_the_postgres_pipeline_is_a_retriever(database, tmp_path):
-    from ragcourse.rag.baseline import Baseline, PipelineRetriever
+    from ragcourse.rag.pipeline import Baseline, PipelineRetriever
     from ragcourse.rag.store import PgIndex
 
     index = PgIndex(database, schema="t_stage_protocols", policy=SMALL, encoder=FakeEncoder())

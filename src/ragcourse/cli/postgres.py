@@ -138,11 +138,11 @@ def _policy_from_version(version: str | None):
 
 def postgres_document_hits(questions: list[str], allowed=None) -> list[list]:
     """``search --retriever postgres``: lab 04's kept system's ranked list (``ladder.KEPT``), as documents
-    (``rag.baseline.PipelineRetriever``; ``allowed`` keeps those pages of each list).
+    (``rag.pipeline.PipelineRetriever``; ``allowed`` keeps those pages of each list).
 
     The same list lab 04's ladder measures on ``dev`` and compares with the other retrievers on ``test``.
     """
-    from ..rag.baseline import PipelineRetriever
+    from ..rag.pipeline import PipelineRetriever
 
     _, schema = schema_for(argparse.Namespace(corpus=None, schema=None))
     database, index = open_index(schema)

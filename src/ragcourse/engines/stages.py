@@ -8,7 +8,7 @@ implementation through its protocol on a small case.
 - ``Retriever``: a batch of questions in (and, optionally, the page ids it may return); per
   question, document hits best first out (``engines.retrievers.DocumentHit``). The in-memory
   retrievers of ``engines.retrievers`` and the PostgreSQL pipeline's ranked list
-  (``rag.baseline.PipelineRetriever``) are retrievers.
+  (``rag.pipeline.PipelineRetriever``) are retrievers.
 - ``SecondStage``: one question's first-stage candidates in (``rag.search.Candidates``: both
   paths' lists and their fusion), the ``keep`` best of them in a new order out
   (``rag.rerank.RerankResult``). The re-scorers of ``rag.rerank`` score the fused candidates'

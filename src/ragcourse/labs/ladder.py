@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..corpus.queries import Question
-from ..rag.baseline import STAGES, Trace
+from ..rag.pipeline import STAGES, Trace
 from ..rag.reader import Answer, citation_doc_id, copied_sentence
 from ..rag.search import dense
 from ..rag.store import PgIndex
@@ -188,7 +188,7 @@ class Setting:
         The second stage is the setting's (``second_stage``, a ``stages.SecondStage``, replaces it,
         e.g. a cross-encoder); ``max_tokens`` replaces the setting's budget.
         """
-        from ..rag.baseline import Baseline
+        from ..rag.pipeline import Baseline
         from ..rag.context import ContextBudget
         from ..rag.rerank import KEEP, FusedOrder, LearnedOrder, make_reranker
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..corpus.queries import Question
-from ..rag.baseline import Baseline, Trace
+from ..rag.pipeline import Baseline, Trace
 from ..rag.context import AssembledContext, ContextBudget, assemble, token_counter
 from ..rag.passages import Passage, ScoredPassage
 from ..rag.reader import Answer, ExtractiveReader

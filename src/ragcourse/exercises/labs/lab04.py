@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ...engines.dense import DenseEncoder
-from ...rag.baseline import Baseline, Trace
+from ...rag.pipeline import Baseline, Trace
 from ...rag.context import ContextBudget
 from ...rag.database import open_database
 from ...rag.ingest import ChunkPolicy

@@ -172,13 +172,13 @@ def test_the_generating_reader_is_a_reader():
 # ---------------------------------------------------------------- the PostgreSQL pipeline as a retriever
 
 def test_the_postgres_pipeline_is_a_retriever(database, tmp_path):
-    from ragcourse.rag.pipeline import Baseline, PipelineRetriever
+    from ragcourse.rag.pipeline import Pipeline, PipelineRetriever
     from ragcourse.rag.store import PgIndex
 
     index = PgIndex(database, schema="t_stage_protocols", policy=SMALL, encoder=FakeEncoder())
     try:
         index.refresh(write_corpus(tmp_path / "corpus", CORPUS))
-        retriever = PipelineRetriever(Baseline(index, FakeEncoder(), second_stage=FusedOrder()))
+        retriever = PipelineRetriever(Pipeline(index, FakeEncoder(), second_stage=FusedOrder()))
         found = through_retriever(retriever, ["What does the walrus eat?", "lava and magma"])
         assert found[0][0].doc_id == "alpha" and found[1][0].doc_id == "beta"
         assert all(len({h.doc_id for h in hits}) == len(hits) for hits in found), "each page once"

@@ -1,11 +1,17 @@
-"""Lab 04's conventional RAG baseline end to end, with a trace of every stage.
+"""The RAG pipeline over lab 04's PostgreSQL index, end to end, with a trace of every stage, and its settings.
 
 question -> full text + dense candidates (PostgreSQL) -> reciprocal rank fusion ->
-reranker (keeps 8) -> context assembly (dedup, overlap, passage and token limits) ->
-extractive reader (sentences with ``source#ordinal`` citations, or an abstention).
+second stage (keeps 8) -> context assembly (dedup, overlap, passage and token limits) ->
+reader (the extractive reader's sentences, or the generating reader's words, with
+``source#ordinal`` citations, or an abstention).
 
-``Baseline.ask`` returns a ``Trace``: each stage's output and time, so a wrong answer can
-be followed back from the reader to the rows it came from.
+``Pipeline.ask`` returns a ``Trace``: each stage's output and time, so a wrong answer can
+be followed back from the reader to the rows it came from. Each stage is called through its
+protocol (``engines.stages``). ``Setting`` names one configuration of the whole system and
+builds its pipeline; ``DEFAULT_SETTING`` is the package's (what lab 04 kept on its ``dev``
+questions, run by ``ask``, ``index`` and ``search --retriever postgres``), ``UNTUNED_SETTING``
+the design lab 04 started from. ``PipelineRetriever`` is the pipeline's ranked list as a
+``stages.Retriever``.
 """
 from __future__ import annotations
 
@@ -100,7 +106,7 @@ class Trace:
         return out
 
 
-class Baseline:
+class Pipeline:
     """The whole pipeline over one index; every part can be swapped (second stage, budget, reader).
 
     The second stage is any ``stages.SecondStage`` (the MiniLM re-scorer by default), the reader
@@ -169,7 +175,7 @@ class PipelineRetriever:
 
     name = "postgres"
 
-    def __init__(self, pipeline: Baseline, tenant: str = DEFAULT_TENANT):
+    def __init__(self, pipeline: Pipeline, tenant: str = DEFAULT_TENANT):
         self.pipeline, self.tenant = pipeline, check_tenant(tenant)
         self.filtered_out = 0
 
@@ -188,3 +194,86 @@ class PipelineRetriever:
             self.filtered_out += len(hits) - len(kept)
             results.append(kept)
         return results
+
+
+POLICIES = ("seed", "window", "recursive")
+SECOND_STAGES = ("none", "re-scorer", "learned")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration of lab 04's system: what is indexed, how full text scores, fusion, second stage, budget.
+
+    ``policy`` is ``"recursive"`` (lab 03's winning units: recursive chunks of 800 characters),
+    ``"window"`` (sentences packed to the encoder's window) or ``"seed"`` (the strong baseline's
+    design, which the course started from: sentences packed to 2,000 characters with 300 of overlap); ``summaries`` keeps
+    each page's summary line in the indexed files; ``headers`` writes each chunk's page title and
+    section in front of it. The defaults are the best design the course knew before lab 04
+    (``UNTUNED_SETTING``); ``DEFAULT_SETTING`` is what lab 04's ladder kept from it, and what
+    ``ask``, ``index`` and ``search --retriever postgres`` run.
+    """
+
+    policy: str = "recursive"
+    summaries: bool = True
+    headers: bool = True
+    lexical: str = "bm25"
+    per_path: int = 30
+    constant: int = 60
+    second_stage: str = "none"
+    max_tokens: int = 1500
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
+        if self.second_stage not in SECOND_STAGES:
+            raise ValueError(f"second_stage must be one of {', '.join(SECOND_STAGES)}; got {self.second_stage!r}")
+
+    def chunk_policy(self, name: str = "sentences"):
+        """The ``ChunkPolicy`` this setting indexes with."""
+        from .ingest import ChunkPolicy
+
+        if self.policy == "recursive":
+            return ChunkPolicy.recursive(headers=self.headers)
+        if self.policy == "seed":
+            base = ChunkPolicy.seed(name)
+            return ChunkPolicy(name, base.size, base.overlap, unit="characters", headers=self.headers)
+        return ChunkPolicy(name, headers=self.headers)
+
+    @property
+    def index_key(self) -> tuple[str, bool, bool]:
+        """What decides the index: (policy, summaries, headers)."""
+        return (self.policy, self.summaries, self.headers)
+
+    def pipeline(self, index: PgIndex, encoder, reader=None, keep: int | None = None, max_passages: int = 6,
+                 max_tokens: int | None = None, second_stage=None):
+        """The whole pipeline at this setting over ``index`` (a ``Pipeline``).
+
+        The second stage is the setting's (``second_stage``, a ``stages.SecondStage``, replaces it,
+        e.g. a cross-encoder); ``max_tokens`` replaces the setting's budget.
+        """
+        from .rerank import FusedOrder, LearnedOrder
+
+        if second_stage is None:
+            second_stage = {"re-scorer": lambda: make_reranker(encoder), "learned": LearnedOrder,
+                            "none": FusedOrder}[self.second_stage]()
+        budget = ContextBudget(max_passages=max_passages, max_tokens=max_tokens or self.max_tokens)
+        return Pipeline(index, encoder, second_stage=second_stage, budget=budget, reader=reader, per_path=self.per_path,
+                        constant=self.constant, keep=keep or KEEP, lexical=self.lexical)
+
+    def changed(self, **changes) -> "Setting":
+        from dataclasses import replace
+
+        unknown = set(changes) - set(self.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(self.__dataclass_fields__)}")
+        return replace(self, **changes)
+
+
+# The best design the course knew before lab 04 tuned it: lab 03's headed recursive chunks and
+# hybrid in PostgreSQL (BM25 and dense, 30 candidates a path, RRF k = 60), no second stage,
+# 1,500 tokens of context. Lab 04's ladder starts here.
+UNTUNED_SETTING = Setting()
+# What lab 04's ladder kept on dev (its section 10 prints the comparison): the package's default,
+# which ``ask``, ``index`` and ``search --retriever postgres`` run.
+DEFAULT_SETTING = UNTUNED_SETTING.changed(per_path=60, constant=10, second_stage="learned")

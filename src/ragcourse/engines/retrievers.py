@@ -1,8 +1,8 @@
 """Retrievers over chunks that answer with documents, and the measurement of a query set.
 
 Every retriever ranks chunks, then collapses them to documents by each document's best
-chunk (``collapse``, as the strong baseline's design does): without it one long page could
-fill the top five on its own. What comes back is a list of ``DocumentHit``: a document id,
+chunk (``collapse``, as the minimal TF-IDF pipeline that lab 02 follows does): without it one
+long page could fill the top five on its own. What comes back is a list of ``DocumentHit``: a document id,
 the chunk that won it, a score.
 
 Each is a ``stages.Retriever``: ``search_many(questions, allowed=None)`` answers a batch.

@@ -16,7 +16,7 @@ chunk is an exact slice ``text[start:end]`` of its file:
   paragraph, sentence, word, character, merged up to ``size`` characters, no overlap), each
   piece located in the file so that it stays an exact slice.
 
-Sizes are counted in one of two units. Seed 003's policy counts characters (2,000 with 300
+Sizes are counted in one of two units. The RAG baseline design's policy counts characters (2,000 with 300
 of overlap): a chunk of 2,000 characters is often 400 or more of MiniLM's tokens, and the
 encoder reads only its first 256, so the rest of the chunk never reaches the dense path.
 The default therefore counts the encoder's own tokens (``unit="tokens"``): sentences are
@@ -51,7 +51,7 @@ POLICIES = ("fixed", "sentences", "headings", "recursive")
 RECURSIVE_SIZE = 800          # lab 03's winning chunk size, in characters
 DEFAULT_POLICY = "sentences"
 UNITS = ("characters", "tokens")
-DEFAULT_SIZE = 2000           # seed 003's policy, in characters
+DEFAULT_SIZE = 2000           # the RAG baseline design's policy, in characters
 DEFAULT_OVERLAP = 300
 WINDOW_TOKENS = 254           # MiniLM reads 256 tokens, two of them [CLS] and [SEP]
 WINDOW_OVERLAP = 40
@@ -360,7 +360,8 @@ class ChunkPolicy:
 
     @classmethod
     def seed(cls, name: str = DEFAULT_POLICY) -> "ChunkPolicy":
-        """Seed 003's policy: 2,000 characters with 300 of overlap."""
+        """The RAG baseline design's policy (the course's starting point for lab 04): 2,000 characters with 300
+        of overlap, counted in characters."""
         return cls(name, DEFAULT_SIZE, DEFAULT_OVERLAP, unit="characters")
 
     def _version_fields(self) -> list[str]:

@@ -205,8 +205,8 @@ class Setting:
     """One configuration of lab 04's system: what is indexed, how full text scores, fusion, second stage, budget.
 
     ``policy`` is ``"recursive"`` (lab 03's winning units: recursive chunks of 800 characters),
-    ``"window"`` (sentences packed to the encoder's window) or ``"seed"`` (the strong baseline's
-    design, which the course started from: sentences packed to 2,000 characters with 300 of overlap); ``summaries`` keeps
+    ``"window"`` (sentences packed to the encoder's window) or ``"seed"`` (the RAG baseline
+    design's policy, which lab 04 started from: sentences packed to 2,000 characters with 300 of overlap); ``summaries`` keeps
     each page's summary line in the indexed files; ``headers`` writes each chunk's page title and
     section in front of it. The defaults are the best design the course knew before lab 04
     (``UNTUNED_SETTING``); ``DEFAULT_SETTING`` is what lab 04's ladder kept from it, and what

@@ -9,7 +9,7 @@ stage's ``Candidates`` and returns the ``keep`` best as a ``RerankResult``.
 Any object with a ``name`` and a ``score(question, texts)`` method is a ``Reranker``; one
 that also inherits ``ScoresFusedText`` is a second stage that scores the fused candidates'
 text through ``rerank``, which cuts every candidate to its first ``INPUT_CHARS`` characters
-(as the strong baseline's design does, and says how many it cut), asks for all scores in one
+(as the RAG baseline design does, and says how many it cut), asks for all scores in one
 call, and keeps the ``KEEP`` best, ties in incoming order.
 
 Two rerankers are provided:
@@ -126,7 +126,7 @@ class SentenceMaxSimReranker(ScoresFusedText):
 class FusedOrder(ScoresFusedText):
     """No second stage: every candidate scores 0, so ``rerank`` keeps the first ``keep`` in fused order.
 
-    The strong baseline's design keeps this condition so that an experiment can remove the reranker.
+    The RAG baseline design keeps this condition so that an experiment can remove the reranker.
     """
 
     name = "none (fused order)"

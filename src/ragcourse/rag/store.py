@@ -1,4 +1,4 @@
-"""Lab 04's index in PostgreSQL: seed 003's three tables, refresh by source, health checks.
+"""Lab 04's index in PostgreSQL: the RAG baseline design's three tables, refresh by source, health checks.
 
 One schema holds one index:
 
@@ -7,7 +7,7 @@ One schema holds one index:
 - ``chunks``: one row per chunk (source, ordinal, character span, text, its hash, the
   chunker and embedding versions, tenant), with its search representations: two generated
   ``tsvector`` columns, each with a GIN index, and a pgvector embedding. ``search_text`` is
-  seed 003's (PostgreSQL's ``english`` configuration, whose stop list drops ``where``,
+  the RAG baseline design's (PostgreSQL's ``english`` configuration, whose stop list drops ``where``,
   ``all`` and ``any`` and whose parser keeps ``np.where`` as one token); ``code_text`` splits
   dotted names at their dots and uses the schema's own ``names`` configuration (English
   stemming, no stop list), so that an identifier can be found by its parts;

@@ -129,7 +129,7 @@ def test_no_circle_between_subpackages():
     ("from ragcourse.batch import runner", "ragcourse.retrieval.fusion"),
     ("import ragcourse.world.rng", "ragcourse.lesson.tables"),
     ("from ..world import corpus", "ragcourse.corpus.apidocs"),
-    ("from ..labs.ladder import stage_scores", "ragcourse.rag.baseline"),
+    ("from ..labs.ladder import stage_scores", "ragcourse.rag.pipeline"),
     ("from ..rag.store import PgIndex", "ragcourse.engines.dense"),
     ("from ..cli import search", "ragcourse.labs.practice"),
     ("from ragcourse.cli.main import main", "ragcourse.batch.runner"),

@@ -17,7 +17,7 @@ from ragcourse.batch.notebooks import PROJECT_ROOT
 from ragcourse.cli import main as cli_main
 from ragcourse.cli.main import COMMANDS, build_parser, main
 from ragcourse.cli.selection import parse_lessons, parse_selection
-from ragcourse.exercises import build
+from ragcourse.cli import exercises as build
 from ragcourse.exercises.notebooks import STUDENT_DIR, student_path
 
 PROG = "python -m ragcourse"

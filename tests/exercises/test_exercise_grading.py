@@ -131,7 +131,7 @@ def test_a_looping_notebook_is_stopped_and_the_next_one_graded(looping):
 
 @pytest.fixture
 def parser():
-    from ragcourse.exercises import grading
+    from ragcourse.cli import grade as grading
 
     command = argparse.ArgumentParser(prog="python -m ragcourse grade")
     grading.add_arguments(command)
@@ -143,7 +143,7 @@ def parser():
     (["--solutions", "notebooks/exercises"], "--solutions grades the masters"),
 ])
 def test_bad_combinations_exit_2(parser, capsys, monkeypatch, arguments, message):
-    from ragcourse.exercises import grading
+    from ragcourse.cli import grade as grading
 
     monkeypatch.chdir(PROJECT_ROOT)
     assert grading.run(parser.parse_args(arguments)) == 2

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from ragcourse.corpus.queries import Question
-from ragcourse.labs.ladder import KEPT, LADDER_INDEXES, START, Setting, Step, climb, final_setting
+from ragcourse.labs.ladder import LADDER_INDEXES, Step, climb, final_setting
+from ragcourse.rag.pipeline import DEFAULT_SETTING as KEPT, UNTUNED_SETTING as START, Setting
 
 QUESTIONS = [Question(f"q{n}", f"question {n}", (f"page{n}",)) for n in range(40)]
 

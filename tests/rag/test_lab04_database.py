@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragcourse.rag import store as store_module
-from ragcourse.rag.baseline import STAGES, Baseline
+from ragcourse.rag.pipeline import STAGES, Pipeline as Baseline
 from ragcourse.rag.database import URL_VARIABLE, DatabaseUnavailable, open_database
 from ragcourse.rag.health import CHECKS, WINDOW
 from ragcourse.engines.dense import DIMENSION, EncodeStats

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from ragcourse.rag import search as search_module
-from ragcourse.rag.baseline import Baseline
+from ragcourse.rag.pipeline import Pipeline as Baseline
 from ragcourse.rag.search import candidates, dense
 from ragcourse.rag.store import PgIndex, counts_by_tenant
 from test_lab04_database import SMALL, FakeEncoder, owner_rows, schema_name, write_corpus

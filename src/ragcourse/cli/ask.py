@@ -4,7 +4,8 @@
   python -m ragcourse ask "what did we decide" --tenant a   # answered from tenant a's rows alone
   python -m ragcourse ask "..." --reader extractive          # copied sentences instead of written words
 
-It runs lab 04's kept system (``labs.ladder.KEPT``) over the index ``index`` built; which
+It runs the package's pipeline at its default setting (``rag.pipeline.DEFAULT_SETTING``, what lab 04 kept)
+over the index ``index`` built; which
 database, corpus folder and schema: ``ragcourse.cli.postgres``. The answer is written by the local
 model (``rag.generator``) from the admitted passages and printed as it is produced, each ``[n]`` as
 the ``[page#chunk]`` it cites; then the time of each stage (retrieve, rerank, first token, whole answer).
@@ -39,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out) -> int:
     """Answer one question with citations; the exit status."""
-    from ..labs.ladder import KEPT
     from ..rag.search import check_question
+    from ..rag.pipeline import DEFAULT_SETTING
     from ..rag.rerank import make_reranker
     from ..rag.store import DEFAULT_TENANT
 
@@ -62,8 +63,8 @@ def run(args: argparse.Namespace, out) -> int:
                 reader.generator.model   # loaded before the question, so the stage times below are the answer's
                 stream = CitationStream(out) if not args.json else None
                 reader.on_text = stream
-            baseline = KEPT.pipeline(index, index.encoder, reranker=reranker, reader=reader)
-            trace = baseline.ask(question, tenant)
+            pipeline = DEFAULT_SETTING.pipeline(index, index.encoder, reader=reader, second_stage=reranker)
+            trace = pipeline.ask(question, tenant)
         if args.json:
             result = trace.to_dict()
             if reader is not None:

@@ -32,8 +32,7 @@ from pathlib import Path
 
 from ..batch.contract import CommandError, UsageError, print_error
 from ..batch.notebooks import FIGURES_DIR, NOTEBOOKS_DIR
-from ..exercises import build, grading
-from . import ask, figures, index, prepare, questions, refresh, run, search, sweep
+from . import ask, exercises, figures, grade, index, prepare, questions, refresh, run, search, sweep
 from .selection import parse_selection
 
 __all__ = ["COMMANDS", "CommandError", "UsageError", "build_parser", "entry_point", "main", "parse_selection"]
@@ -48,8 +47,8 @@ COMMANDS = {
     "prepare": (prepare, "Part 3: embed every text the labs and their tests need, once"),
     "index": (index, "Part 3, lab 04: build, refresh or check the PostgreSQL index"),
     "ask": (ask, "Part 3, lab 04: answer a question with citations from the index"),
-    "grade": (grading, "grade exercise notebooks (--solutions: the masters)"),
-    "exercises": (build, "regenerate the exercises' student versions from their masters"),
+    "grade": (grade, "grade exercise notebooks (--solutions: the masters)"),
+    "exercises": (exercises, "regenerate the exercises' student versions from their masters"),
 }
 
 

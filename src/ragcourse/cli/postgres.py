@@ -1,10 +1,10 @@
-"""What ``index``, ``ask`` (lab 04's PostgreSQL baseline) and ``search --retriever postgres`` share.
+"""What ``index``, ``ask`` and ``search --retriever postgres`` (the pipeline over lab 04's PostgreSQL index) share.
 
 The database is the embedded PostgreSQL kept in ``<cache dir>/postgres`` (started for the
 command and stopped after it), or the server named by ``$RAGCOURSE_DATABASE_URL``; the
 line naming it goes to stderr, so ``--json`` output stays clean. The default corpus is
-the numpy reference exported as Markdown, each page with its summary line (lab 04's final
-setting), into the cache folder; each
+the numpy reference exported as Markdown, each page with its summary line (as
+``rag.pipeline.DEFAULT_SETTING`` indexes it), into the cache folder; each
 corpus folder gets its own schema, and an index is never refreshed from a folder other
 than the one it was built from. ``--tenant NAME`` (without ``--schema``) uses the shared index
 ``ragcourse`` instead, where each tenant's rows come from its own folder and are read as its
@@ -74,16 +74,16 @@ def schema_for(args: argparse.Namespace, need_root: bool = True) -> tuple[Path |
 
 
 def open_index(schema: str, policy: str | None = None, tenant: str | None = None):
-    """The database and the index in ``schema`` for ``tenant``, chunked by ``policy`` (None: lab 04's kept system's)."""
-    from ..rag.database import open_database
+    """The database and the index in ``schema`` for ``tenant``, chunked by ``policy`` (None: the default setting's)."""
     from ..engines.dense import DenseEncoder
-    from ..labs.ladder import KEPT
+    from ..rag.database import open_database
     from ..rag.ingest import ChunkPolicy
+    from ..rag.pipeline import DEFAULT_SETTING
     from ..rag.store import DEFAULT_TENANT, PgIndex
 
     database = open_database()
     print(f"database: {database.describe()}", file=sys.stderr)
-    chunking = KEPT.chunk_policy() if policy is None else ChunkPolicy(policy)
+    chunking = DEFAULT_SETTING.chunk_policy() if policy is None else ChunkPolicy(policy)
     return database, PgIndex(database, schema, chunking, DenseEncoder(), tenant=tenant or DEFAULT_TENANT)
 
 
@@ -105,59 +105,32 @@ def privileges(what: str):
 
 
 def require_index(index, schema: str, corpus: Path | None, tenant: str | None = None) -> None:
-    from ..rag.store import SCHEMA_VERSION
+    """``rag.health.check_ready`` as one line naming the ``index`` command that repairs it (exit status 1)."""
+    from ..rag.health import IndexNotReady, check_ready
 
     where = (f" --corpus {corpus}" if corpus is not None else "") + (f" --tenant {tenant}" if tenant else "")
-    if not index.exists():
-        raise CommandError(f"no index {schema!r} yet: run `python -m ragcourse index{where}` first")
-    meta = index.meta()
-    if meta.get("schema_version", "1") < SCHEMA_VERSION:
-        raise CommandError(f"index {schema!r} was built by an older version (schema {meta.get('schema_version')}, "
-                           f"not {SCHEMA_VERSION}): run `python -m ragcourse index{where} --refresh` to bring it up "
-                           "to date")
-    built_with = meta.get("chunker")
-    if built_with != index.policy.version:
-        index.policy = _policy_from_version(built_with)
+    try:
+        check_ready(index)
+    except IndexNotReady as problem:
+        if not problem.repair:
+            raise CommandError(f"{problem}: run `python -m ragcourse index{where}` first") from None
+        raise CommandError(f"{problem}: run `python -m ragcourse index{where} {problem.repair}` to bring it up to "
+                           "date") from None
 
 
-def _policy_from_version(version: str | None):
-    """The ChunkPolicy an index records (so queries report health against what it was built with)."""
-    import re
-
-    from ..rag.ingest import ChunkPolicy
-
-    match = re.fullmatch(r"(\w+)-v1(?:\((?:size=(\d+),overlap=(\d+)(,unit=tokens)?,?)?(headers)?\))?", version or "")
-    if not match:
-        return ChunkPolicy()
-    name, size, overlap, tokens, headers = match.groups()
-    if size is None:
-        return ChunkPolicy(name, headers=bool(headers))
-    return ChunkPolicy(name, int(size), int(overlap), unit="tokens" if tokens else "characters",
-                       headers=bool(headers))
-
-
-def postgres_document_hits(questions: list[str]) -> list[list]:
-    """``search --retriever postgres``: lab 04's kept system's ranked list (``ladder.KEPT``), as documents.
+def postgres_document_hits(questions: list[str], allowed=None) -> list[list]:
+    """``search --retriever postgres``: the pipeline's ranked list at ``rag.pipeline.DEFAULT_SETTING``, as
+    documents (``rag.pipeline.PipelineRetriever``; ``allowed`` keeps those pages of each list).
 
     The same list lab 04's ladder measures on ``dev`` and compares with the other retrievers on ``test``.
     """
-    from ..engines.retrievers import DocumentHit
+    from ..rag.pipeline import DEFAULT_SETTING, PipelineRetriever
 
     _, schema = schema_for(argparse.Namespace(corpus=None, schema=None))
     database, index = open_index(schema)
     try:
         require_index(index, schema, None)
-        from ..labs.ladder import KEPT
-
-        results = []
-        for trace in KEPT.pipeline(index, index.encoder).ask_many(questions):
-            seen, hits = set(), []
-            for sp in trace.stage("reranked"):
-                if sp.passage.doc_id not in seen:
-                    seen.add(sp.passage.doc_id)
-                    hits.append(DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score))
-            results.append(hits)
-        return results
+        return PipelineRetriever(DEFAULT_SETTING.pipeline(index, index.encoder)).search_many(questions, allowed)
     finally:
         index.close()
         database.close()

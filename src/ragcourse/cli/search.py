@@ -11,7 +11,8 @@ words, 20 overlap); ``hybrid`` is the configuration lab 03 chose on the real dev
 (``catalogue.HYBRID``): recursive chunks of 800 characters with the page title and section
 heading written in front, BM25 at full strength and dense, 30 candidates a path fused by RRF
 (k = 10);
-``postgres`` is lab 04's kept system (``ladder.KEPT``) over its index (built by ``python -m
+``postgres`` is the package's pipeline at its default setting (``rag.pipeline.DEFAULT_SETTING``, what
+lab 04 kept) over its index (built by ``python -m
 ragcourse index``: recursive 800-character chunks with headers and summary lines): BM25 in
 PostgreSQL and pgvector, 60 candidates each, ordered by the learned combination of both paths'
 evidence (``rerank.LearnedOrder``, fitted on the real dev questions), its best 8 chunks.
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace, out) -> int:
             from .postgres import postgres_document_hits
             from ..rag.search import check_question
 
-            answers = postgres_document_hits([check_question(q) for q in questions])
+            answers = postgres_document_hits([check_question(q) for q in questions], allowed)
         else:
             answers = _answers(args.retriever, questions, allowed)
     except ModelUnavailable as error:

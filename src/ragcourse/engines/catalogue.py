@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .stages import Retriever
+
 IN_MEMORY = ("lexical", "bm25", "tfidf", "dense", "hybrid")
 UNITS = ("recursive", "headed")
 LEXICAL = ("lab 01", "full strength")
@@ -107,11 +109,8 @@ def hybrid_retriever(corpus, summaries: bool = True, setting: HybridSetting = HY
 
 
 def answers(name: str, questions: list[str], corpus=None, summaries: bool = True, allowed=None) -> list[list]:
-    """Each question's document hits from the named retriever (built once); ``allowed`` (page ids) filters
-    inside the hybrid's search, before its candidates are cut (the others rank every chunk: filter their hits)."""
-    retriever = build_retriever(name, corpus, summaries)
-    if name == "hybrid":
-        return [retriever.search(q, allowed) for q in questions]
-    if hasattr(retriever, "search_many"):
-        return retriever.search_many(questions)
-    return [retriever.search(q) for q in questions]
+    """Each question's document hits from the named retriever (built once), through ``stages.Retriever``;
+    ``allowed`` (page ids) filters inside the hybrid's search, before its candidates are cut, and keeps the
+    allowed pages of the others' rankings of every chunk."""
+    retriever: Retriever = build_retriever(name, corpus, summaries)
+    return retriever.search_many(questions, allowed)

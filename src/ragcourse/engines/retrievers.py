@@ -1,8 +1,14 @@
 """Retrievers over chunks that answer with documents, and the measurement of a query set.
 
 Every retriever ranks chunks, then collapses them to documents by each document's best
-chunk (seed 004's collapse): without it one long page could fill the top five on its own.
-What comes back is a list of ``DocumentHit``: a document id, the chunk that won it, a score.
+chunk (``collapse``, as the minimal TF-IDF pipeline that lab 02 follows does): without it one
+long page could fill the top five on its own. What comes back is a list of ``DocumentHit``: a document id,
+the chunk that won it, a score.
+
+Each is a ``stages.Retriever``: ``search_many(questions, allowed=None)`` answers a batch.
+``allowed`` (page ids) keeps only those pages; the lexical, TF-IDF and dense retrievers rank
+every chunk, so keeping the allowed pages of their finished list is the same as filtering
+inside the search; the hybrid filters inside, before each path's candidates are cut.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from .bm25 import Bm25Index
 from .chunkers import TextChunk
 from .dense import DenseEncoder, dense_ranking
 from .lexical import LexicalIndex, lexical_tokens
+from .stages import Retriever
 from .tfidf import TfidfIndex, tfidf_tokens
 
 RRF_CONSTANT = 60
@@ -32,6 +39,19 @@ class DocumentHit:
     score: float
 
 
+def only(hits: list[DocumentHit], allowed: Collection[str] | None) -> list[DocumentHit]:
+    """The hits whose page is in ``allowed`` (every hit when ``allowed`` is None), in their order."""
+    return hits if allowed is None else [hit for hit in hits if hit.doc_id in allowed]
+
+
+class OneAtATime:
+    """``search_many`` for a retriever whose ``search(text)`` ranks every chunk: each question in turn."""
+
+    def search_many(self, questions: Sequence[str], allowed: Collection[str] | None = None) -> list[list[DocumentHit]]:
+        """One list of hits per question; ``allowed`` keeps those pages of the full ranking."""
+        return [only(self.search(text), allowed) for text in questions]
+
+
 def collapse(ranked: Iterable[tuple[TextChunk, float]]) -> list[DocumentHit]:
     """Chunks best first -> documents best first, each represented by its first (best) chunk."""
     seen: set[str] = set()
@@ -43,7 +63,7 @@ def collapse(ranked: Iterable[tuple[TextChunk, float]]) -> list[DocumentHit]:
     return hits
 
 
-class LexicalRetriever:
+class LexicalRetriever(OneAtATime):
     """Lab 01's IDF-weighted overlap scorer."""
 
     name = "lexical"
@@ -56,7 +76,7 @@ class LexicalRetriever:
         return collapse((self.chunks[n], score) for n, score in self.index.ranked(text))
 
 
-class Bm25Retriever:
+class Bm25Retriever(OneAtATime):
     """BM25 (``bm25s``) over the same tokens (or those of ``tokenize``, e.g. a stemming ``lexical.Analyzer``)."""
 
     name = "bm25"
@@ -79,7 +99,7 @@ class Bm25Retriever:
         return order[scores[order] > 0].tolist()
 
 
-class TfidfRetriever:
+class TfidfRetriever(OneAtATime):
     """Lab 02's hand-written TF-IDF cosine."""
 
     name = "tfidf"
@@ -109,9 +129,9 @@ class DenseRetriever:
         order, scores = dense_ranking(self.vectors, query)
         return collapse((self.chunks[n], s) for n, s in zip(order.tolist(), scores.tolist()))
 
-    def search_many(self, texts: Sequence[str]) -> list[list[DocumentHit]]:
-        """Several questions, encoded in one call."""
-        return [self.search_vector(v) for v in self.encoder.encode(list(texts))]
+    def search_many(self, questions: Sequence[str], allowed: Collection[str] | None = None) -> list[list[DocumentHit]]:
+        """Several questions, encoded in one call; ``allowed`` keeps those pages of each full ranking."""
+        return [only(self.search_vector(v), allowed) for v in self.encoder.encode(list(questions))]
 
     def full_ranking(self, text: str) -> list[int]:
         """Every chunk number, most similar first, ties by number."""
@@ -148,11 +168,12 @@ class HybridRetriever:
         fused = fuse_partial(rankings, self.constant, first_position=1, depth=self.depth)
         return collapse((self.chunks[n], score) for n, score in fused)
 
+    def search_many(self, questions: Sequence[str], allowed: Collection[str] | None = None) -> list[list[DocumentHit]]:
+        """``search`` for each question in turn, ``allowed`` applied inside each search."""
+        return [self.search(text, allowed) for text in questions]
 
-def run_questions(retriever, questions: Sequence[Question]) -> dict[str, list[str]]:
-    """qid -> ranked document ids, for every question."""
-    if hasattr(retriever, "search_many"):
-        results = retriever.search_many([q.text for q in questions])
-    else:
-        results = [retriever.search(q.text) for q in questions]
+
+def run_questions(retriever: Retriever, questions: Sequence[Question]) -> dict[str, list[str]]:
+    """qid -> ranked document ids, for every question (one ``search_many`` call)."""
+    results = retriever.search_many([q.text for q in questions])
     return {q.qid: [hit.doc_id for hit in hits] for q, hits in zip(questions, results)}

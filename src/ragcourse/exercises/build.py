@@ -1,6 +1,4 @@
-"""``make exercises``: every student version regenerated from its master and executed from a fresh kernel.
-
-    python -m ragcourse exercises [NAME ...]
+"""Building the student versions of the exercise sets (the command, ``python -m ragcourse exercises``: ``cli.exercises``).
 
 For each master in ``exercises/masters/`` and ``exercises/masters/labs/`` (or the sets named),
 the student version is made (``notebooks.student_version``), executed top to bottom in a fresh
@@ -12,11 +10,10 @@ a student version must run top to bottom. Exit status 2 for an unknown set name 
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from ..batch.contract import CommandError, UsageError
-from .notebooks import MASTERS_DIR, STUDENT_DIR, master_notebooks, student_path, student_version
+from ..batch.contract import CommandError
+from .notebooks import STUDENT_DIR, student_version
 
 BUILD_SECONDS = 300.0
 
@@ -43,24 +40,3 @@ def build_student(master_path: Path, out_dir: Path = STUDENT_DIR, seconds: float
             cell.metadata.pop(key, None)
     nbformat.validate(nb)
     return nb
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``exercises`` command's arguments."""
-    parser.add_argument("names", nargs="*", metavar="NAME", help="exercise sets to build (default: every master)")
-
-
-def run(args: argparse.Namespace, out) -> int:
-    """Regenerate the student versions; print one line per notebook written. BuildError when one fails."""
-    import nbformat
-
-    masters = master_notebooks()
-    unknown = [name for name in args.names if name not in masters]
-    if unknown:
-        raise UsageError(f"argument NAME: no master for {', '.join(unknown)} in {MASTERS_DIR}; there are "
-                         f"{', '.join(masters)}")
-    for name in args.names or list(masters):
-        target = student_path(name, STUDENT_DIR)
-        nbformat.write(build_student(masters[name], target.parent), target)
-        print(f"wrote {target.relative_to(STUDENT_DIR.parents[1])}", file=out, flush=True)
-    return 0

@@ -1,4 +1,4 @@
-"""``python -m ragcourse grade PATH... [--csv FILE] [--solutions] [--timeout SECONDS] [--jobs N] [--as-user NAME]``.
+"""Grading exercise notebooks: what ``python -m ragcourse grade`` runs (the command itself: ``cli.grade``).
 
 Each submission (a notebook, or every file in a folder, recursively) is read into memory
 first, then recognised by its metadata (or its title). Each notebook is run top to bottom in
@@ -23,20 +23,18 @@ Ctrl-C and 128 + the signal after SIGTERM or SIGHUP (kernels killed, temporary f
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import signal
-import sys
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..batch.contract import UsageError, file_value, jobs_value, print_error
+from ..batch.contract import UsageError
 from .framework import FAILED, NOT_DONE, NOT_GRADED, PASSED, Verdict, load_set
-from .notebooks import MASTERS_DIR, describe_notebook, master_notebooks
+from .notebooks import describe_notebook
 
 DEFAULT_TIMEOUT = 60.0
 CSV_COLUMNS = ("notebook", "question", "points", "max_points", "passed")
@@ -62,42 +60,6 @@ class Graded:
     @property
     def max_points(self) -> int:
         return sum(v.max_points for v in self.verdicts)
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0; got {text!r}") from None
-    if not 0 < value <= 24 * 3600:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 (at most a day); got {text!r}")
-    return value
-
-
-def _existing_path(text: str) -> Path:
-    path = Path(text).expanduser()
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
-    return path
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``grade`` command's arguments."""
-    parser.add_argument("paths", nargs="*", type=_existing_path, metavar="PATH",
-                        help="submitted notebooks, or folders of them (searched recursively)")
-    parser.add_argument("--csv", type=file_value, default=None, metavar="FILE",
-                        help="also write notebook,question,points,max_points,passed rows to FILE")
-    parser.add_argument("--solutions", action="store_true",
-                        help=f"grade the masters in {MASTERS_DIR.relative_to(MASTERS_DIR.parents[1])}/ instead"
-                             " (they must pass every question); takes no PATH")
-    parser.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                        help=f"time limit per notebook, and per question's check (default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--jobs", type=jobs_value, default=1, metavar="N",
-                        help="notebooks graded at once, one kernel each (default 1)")
-    parser.add_argument("--as-user", default=None, metavar="NAME",
-                        help="when grading as root, run the kernels as this user (default: nobody, where it can"
-                             " run the course's Python; otherwise the kernels run as root, and the report says so)")
-    parser.set_defaults(grade_prog=parser.prog)
 
 
 def submissions(paths: list[Path]) -> list[Path]:
@@ -442,39 +404,20 @@ def _signals_held():
             signal.signal(number, handler)
 
 
-def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """The ``grade`` command: grade what ``args`` names; 0 when grading finished.
-
-    A bad combination of arguments (or a bad ``--as-user``, found before anything runs) is a
-    UsageError, reported as the command line reports one (``batch.contract.print_error``, exit status 2),
-    also when this is called on its own.
-    """
-    try:
-        return _grade(args, out or sys.stdout)
-    except UsageError as error:
-        return print_error(error, args.grade_prog)
-
-
-def _grade(args: argparse.Namespace, out: TextIO) -> int:
-    """Check the combination of arguments, grade, print the report and write the CSV; UsageError if refused."""
-    if args.solutions and args.paths:
-        raise UsageError("--solutions grades the masters; give no PATH with it")
-    if not args.solutions and not args.paths:
-        raise UsageError("give at least one PATH (a notebook or a folder), or --solutions")
-    files = list(master_notebooks().values()) if args.solutions else submissions(args.paths)
-    if not files:
-        raise UsageError("no files to grade" + (f" in {MASTERS_DIR}" if args.solutions else ""))
-    print(f"grading {len(files)} file{'s' if len(files) != 1 else ''}, time limit {args.timeout:g} s each", file=out,
+def grade_and_report(files: list[Path], seconds: float, jobs: int, as_user: str | None, solutions: bool,
+                     csv_path: Path | None, out: TextIO) -> None:
+    """Grade ``files``, print the report and write the CSV (``csv_path``, if given); SIGTERM and SIGHUP leave
+    the way Ctrl-C does while the kernels run (every kernel stopped, no CSV written)."""
+    print(f"grading {len(files)} file{'s' if len(files) != 1 else ''}, time limit {seconds:g} s each", file=out,
           flush=True)
     previous = {number: signal.signal(number, _terminated) for number in (signal.SIGTERM, signal.SIGHUP)} \
         if _main_thread() else {}
     try:
-        results = grade_files(files, args.timeout, args.jobs, args.as_user, out)
+        results = grade_files(files, seconds, jobs, as_user, out)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    report(results, out, args.solutions)
-    if args.csv is not None:
-        write_csv(results, args.csv)
-        print(f"wrote {_shown_path(args.csv)}", file=out)
-    return 0
+    report(results, out, solutions)
+    if csv_path is not None:
+        write_csv(results, csv_path)
+        print(f"wrote {_shown_path(csv_path)}", file=out)

@@ -27,7 +27,7 @@ from typing import Mapping, Sequence
 
 from ..corpus.queries import Question
 from ..rag.answer_checks import AnswerMarks, NameIndex, mark
-from ..rag.baseline import Trace
+from ..rag.pipeline import Trace
 from ..rag.context import ContextBudget, assemble, token_counter
 from ..rag.generator import GeneratingReader, Generation, Prompt
 from ..rag.passages import ScoredPassage

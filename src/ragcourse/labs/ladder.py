@@ -1,7 +1,9 @@
-"""Lab 04's measurements: scores after each stage, latencies, HNSW recall, the reader's threshold.
+"""Lab 04's measurements: scores after each stage, latencies, HNSW recall, the reader's threshold, the ladder.
 
-Everything here reads ``Trace`` objects (``baseline.py``) or the index, so the notebook's
-tables are a few calls each and the tests can check the arithmetic on small cases.
+Everything here reads ``Trace`` objects (``rag.pipeline``) or the index, so the notebook's
+tables are a few calls each and the tests can check the arithmetic on small cases. The system
+it measures, its ``Setting`` and the package's defaults live in ``rag.pipeline``; ``climb``
+decides on ``dev`` which steps lab 04 keeps from ``rag.pipeline.UNTUNED_SETTING``.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..corpus.queries import Question
-from ..rag.baseline import STAGES, Trace
+from ..rag.pipeline import STAGES, Setting, Trace
 from ..rag.reader import Answer, citation_doc_id, copied_sentence
 from ..rag.search import dense
 from ..rag.store import PgIndex
@@ -134,87 +136,9 @@ def tenant_leaks(traces: Sequence[Trace]) -> int:
 
 # -- the ladder of settings, decided on dev ------------------------------------------------
 
-POLICIES = ("seed", "window", "recursive")
-SECOND_STAGES = ("none", "re-scorer", "learned")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One configuration of lab 04's system: what is indexed, how full text scores, fusion, second stage, budget.
-
-    ``policy`` is ``"recursive"`` (lab 03's winning units: recursive chunks of 800 characters),
-    ``"window"`` (sentences packed to the encoder's window) or ``"seed"`` (sentences packed to
-    2,000 characters with 300 of overlap); ``summaries`` keeps each page's summary line in the
-    indexed files; ``headers`` writes each chunk's page title and section in front of it.
-    The defaults are the best design the course knew before lab 04 (``KEPT`` is what lab 04's
-    ladder kept from it, and what ``search --retriever postgres`` runs).
-    """
-
-    policy: str = "recursive"
-    summaries: bool = True
-    headers: bool = True
-    lexical: str = "bm25"
-    per_path: int = 30
-    constant: int = 60
-    second_stage: str = "none"
-    max_tokens: int = 1500
-
-    def __post_init__(self):
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
-        if self.second_stage not in SECOND_STAGES:
-            raise ValueError(f"second_stage must be one of {', '.join(SECOND_STAGES)}; got {self.second_stage!r}")
-
-    def chunk_policy(self, name: str = "sentences"):
-        """The ``ChunkPolicy`` this setting indexes with."""
-        from ..rag.ingest import ChunkPolicy
-
-        if self.policy == "recursive":
-            return ChunkPolicy.recursive(headers=self.headers)
-        if self.policy == "seed":
-            base = ChunkPolicy.seed(name)
-            return ChunkPolicy(name, base.size, base.overlap, unit="characters", headers=self.headers)
-        return ChunkPolicy(name, headers=self.headers)
-
-    @property
-    def index_key(self) -> tuple[str, bool, bool]:
-        """What decides the index: (policy, summaries, headers)."""
-        return (self.policy, self.summaries, self.headers)
-
-    def pipeline(self, index: PgIndex, encoder, reader=None, keep: int | None = None, max_passages: int = 6,
-                 max_tokens: int | None = None, reranker=None):
-        """The whole pipeline at this setting over ``index`` (a ``Baseline``).
-
-        The second stage is the setting's (``reranker`` replaces it, e.g. a cross-encoder);
-        ``max_tokens`` replaces the setting's budget.
-        """
-        from ..rag.baseline import Baseline
-        from ..rag.context import ContextBudget
-        from ..rag.rerank import KEEP, FusedOrder, LearnedOrder, make_reranker
-
-        if reranker is None:
-            reranker = {"re-scorer": lambda: make_reranker(encoder), "learned": LearnedOrder,
-                        "none": FusedOrder}[self.second_stage]()
-        budget = ContextBudget(max_passages=max_passages, max_tokens=max_tokens or self.max_tokens)
-        return Baseline(index, encoder, reranker=reranker, budget=budget, reader=reader, per_path=self.per_path,
-                        constant=self.constant, keep=keep or KEEP, lexical=self.lexical)
-
-    def changed(self, **changes) -> "Setting":
-        from dataclasses import replace
-
-        unknown = set(changes) - set(self.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown setting(s) {', '.join(sorted(unknown))}; "
-                             f"allowed: {', '.join(self.__dataclass_fields__)}")
-        return replace(self, **changes)
-
-
-START = Setting()
-# What lab 04's ladder kept on dev (its section 10 prints the comparison): the system of
-# ``ask``, ``index`` and ``search --retriever postgres``.
-KEPT = START.changed(per_path=60, constant=10, second_stage="learned")
-# Every index the ladder's steps can reach from START (recursive chunks with summary lines, with
-# and without headers); lab 03 measures the other chunkings, so lab 04 keeps only these.
+# Every index the ladder's steps can reach from its start (``rag.pipeline.UNTUNED_SETTING``: recursive
+# chunks with summary lines, with and without headers); lab 03 measures the other chunkings, so lab 04
+# keeps only these.
 LADDER_INDEXES = tuple(Setting(headers=headers) for headers in (True, False))
 
 

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..corpus.queries import Question
-from ..rag.baseline import Trace
+from ..rag.pipeline import Trace
 from ..rag.rerank import KEEP, LearnedOrder, LearnedWeights, candidate_features
 
 FOLDS = 5

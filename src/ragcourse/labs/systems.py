@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..corpus.queries import Question
-from ..rag.baseline import Baseline, Trace
+from ..rag.pipeline import Pipeline, Setting, Trace
 from ..rag.context import AssembledContext, ContextBudget, assemble, token_counter
 from ..rag.passages import Passage, ScoredPassage
 from ..rag.reader import Answer, ExtractiveReader
 from ..rag.rerank import KEEP, make_reranker
 from ..rag.search import PathMemo
 from ..rag.store import DEFAULT_TENANT, PgIndex
-from .ladder import Setting, cites_relevant
+from .ladder import cites_relevant
 
 
 class SettingRuns:
@@ -65,7 +65,7 @@ class SettingRuns:
             self.indexes[key] = built
         return self.indexes[key]
 
-    def baseline(self, setting: Setting, max_tokens: int | None = None, remember: bool = False) -> Baseline:
+    def baseline(self, setting: Setting, max_tokens: int | None = None, remember: bool = False) -> Pipeline:
         """The whole pipeline at ``setting`` (its budget, unless ``max_tokens`` is given); one re-scorer for all.
 
         With ``remember`` its first stage shares the runs' ``memo``: the runs of the ladder and of
@@ -77,7 +77,7 @@ class SettingRuns:
                 self._rescorer = make_reranker(self.encoder)
             reranker = self._rescorer
         pipeline = setting.pipeline(self.index(setting), self.encoder, reader=self.reader, keep=self.keep,
-                                    max_passages=self.max_passages, max_tokens=max_tokens, reranker=reranker)
+                                    max_passages=self.max_passages, max_tokens=max_tokens, second_stage=reranker)
         pipeline.memo = self.memo if remember else None
         return pipeline
 

@@ -16,9 +16,43 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .ingest import Skipped
+from .ingest import ChunkPolicy, Skipped
+from .schema import SCHEMA_VERSION, is_current
 
 IN_SCOPE = "(%(tenant)s::text IS NULL OR {t}.tenant = %(tenant)s)"
+
+
+class IndexNotReady(RuntimeError):
+    """An index a query cannot use as it stands. ``repair`` is the ``index`` option that fixes it:
+    "" (build it) or "--refresh" (bring it up to date)."""
+
+    def __init__(self, message: str, repair: str):
+        super().__init__(message)
+        self.repair = repair
+
+
+def check_ready(index) -> None:
+    """``IndexNotReady`` unless ``index`` (a ``PgIndex``) exists and was built at this package's schema
+    version or later (compared as numbers, ``schema.is_current``). Then ``index.policy`` becomes the
+    chunking the index records (``ChunkPolicy.from_version``), so a query's health report describes
+    what it was built with."""
+    if not index.exists():
+        raise IndexNotReady(f"no index {index.schema!r} yet", "")
+    meta = index.meta()
+    stored = meta.get("schema_version")
+    try:
+        current = is_current(stored)
+    except ValueError as error:
+        raise IndexNotReady(f"index {index.schema!r}: {error}", "--refresh") from None
+    if not current:
+        raise IndexNotReady(f"index {index.schema!r} was built by an older version (schema {stored}, not "
+                            f"{SCHEMA_VERSION})", "--refresh")
+    built_with = meta.get("chunker")
+    if built_with != index.policy.version:
+        try:
+            index.policy = ChunkPolicy.from_version(built_with)
+        except ValueError as error:
+            raise IndexNotReady(f"index {index.schema!r}: {error}", "--refresh") from None
 
 
 def scoped(query: str) -> str:

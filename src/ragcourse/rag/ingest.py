@@ -16,7 +16,7 @@ chunk is an exact slice ``text[start:end]`` of its file:
   paragraph, sentence, word, character, merged up to ``size`` characters, no overlap), each
   piece located in the file so that it stays an exact slice.
 
-Sizes are counted in one of two units. Seed 003's policy counts characters (2,000 with 300
+Sizes are counted in one of two units. The RAG baseline design's policy counts characters (2,000 with 300
 of overlap): a chunk of 2,000 characters is often 400 or more of MiniLM's tokens, and the
 encoder reads only its first 256, so the rest of the chunk never reaches the dense path.
 The default therefore counts the encoder's own tokens (``unit="tokens"``): sentences are
@@ -51,12 +51,13 @@ POLICIES = ("fixed", "sentences", "headings", "recursive")
 RECURSIVE_SIZE = 800          # lab 03's winning chunk size, in characters
 DEFAULT_POLICY = "sentences"
 UNITS = ("characters", "tokens")
-DEFAULT_SIZE = 2000           # seed 003's policy, in characters
+DEFAULT_SIZE = 2000           # the RAG baseline design's policy, in characters
 DEFAULT_OVERLAP = 300
 WINDOW_TOKENS = 254           # MiniLM reads 256 tokens, two of them [CLS] and [SEP]
 WINDOW_OVERLAP = 40
 HEADER_RESERVE = 32           # tokens kept free for a chunk's header when headers are on
 DEFAULT_UNIT = "tokens"
+POLICY_VERSION = "v1"         # the chunkers' own version, in every ``ChunkPolicy.version``
 
 Spans = list[tuple[int, int]]
 Length = Callable[[int, int], int]
@@ -359,17 +360,49 @@ class ChunkPolicy:
 
     @classmethod
     def seed(cls, name: str = DEFAULT_POLICY) -> "ChunkPolicy":
-        """Seed 003's policy: 2,000 characters with 300 of overlap."""
+        """The RAG baseline design's policy (the course's starting point for lab 04): 2,000 characters with 300
+        of overlap, counted in characters."""
         return cls(name, DEFAULT_SIZE, DEFAULT_OVERLAP, unit="characters")
+
+    def _version_fields(self) -> list[str]:
+        """What ``version`` records after the name: sizes (not for ``headings``), a token unit, headers."""
+        sizes = [] if self.name == "headings" else [f"size={self.size}", f"overlap={self.overlap}"]
+        unit = ["unit=tokens"] if self.name != "headings" and self.unit == "tokens" else []
+        return sizes + unit + (["headers"] if self.headers else [])
 
     @property
     def version(self) -> str:
-        headers = ",headers" if self.headers else ""
-        if self.name == "headings":
-            return f"headings-v1({headers[1:]})" if headers else "headings-v1"
-        if self.unit == "tokens":
-            return f"{self.name}-v1(size={self.size},overlap={self.overlap},unit=tokens{headers})"
-        return f"{self.name}-v1(size={self.size},overlap={self.overlap}{headers})"
+        """What the chunk rows record, e.g. ``recursive-v1(size=800,overlap=0,headers)`` (``from_version`` reads it)."""
+        fields = self._version_fields()
+        return f"{self.name}-{POLICY_VERSION}" + (f"({','.join(fields)})" if fields else "")
+
+    @classmethod
+    def from_version(cls, version: object) -> "ChunkPolicy":
+        """The policy whose ``version`` is ``version`` (what an index records); ValueError for any other text.
+
+        The fields are read back as ``_version_fields`` writes them, and the policy they give must
+        write ``version`` again, so the two cannot drift apart."""
+        text = version if isinstance(version, str) else ""
+        name, marker, rest = text.partition(f"-{POLICY_VERSION}")
+        inside = rest[1:-1] if rest.startswith("(") and rest.endswith(")") else None if rest else ""
+        fields: dict[str, str] = {}
+        for part in (inside or "").split(",") if inside else []:
+            key, _, value = part.partition("=")
+            fields[key] = value
+        known = {"size", "overlap", "unit", "headers"}
+        if not marker or name not in POLICIES or inside is None or not set(fields) <= known:
+            raise ValueError(f"chunker version {version!r} is not one this package writes "
+                             f"(e.g. {cls.recursive().version!r})")
+        numbers = {key: int(fields[key]) for key in ("size", "overlap") if fields.get(key, "").isdigit()}
+        unit = fields.get("unit") or (None if name == "headings" else "characters")
+        try:
+            policy = cls(name, numbers.get("size"), numbers.get("overlap"), unit=unit, headers="headers" in fields)
+        except ValueError as error:
+            raise ValueError(f"chunker version {version!r}: {error}") from None
+        if policy.version != text:
+            raise ValueError(f"chunker version {version!r} is not one this package writes (read back: "
+                             f"{policy.version!r})")
+        return policy
 
     def _tokenizer(self):
         if self.tokenizer is None:

@@ -2,10 +2,15 @@
 
 Retrieval has to be cheap over the whole corpus, so it compares one vector (or one bag of
 words) per chunk with the question. A second stage sees only the few dozen candidates
-that came back and can afford more work per candidate. Any object with a ``name`` and a
-``score(question, texts)`` method is a reranker; ``rerank`` cuts every candidate to its
-first ``INPUT_CHARS`` characters (as the seed system does, and says how many it cut),
-asks for all scores in one call, and keeps the ``KEEP`` best, ties in incoming order.
+that came back and can afford more work per candidate. Every second stage is an
+``engines.stages.SecondStage``: ``reorder(question, candidates, keep)`` takes the first
+stage's ``Candidates`` and returns the ``keep`` best as a ``RerankResult``.
+
+Any object with a ``name`` and a ``score(question, texts)`` method is a ``Reranker``; one
+that also inherits ``ScoresFusedText`` is a second stage that scores the fused candidates'
+text through ``rerank``, which cuts every candidate to its first ``INPUT_CHARS`` characters
+(as the RAG baseline design does, and says how many it cut), asks for all scores in one
+call, and keeps the ``KEEP`` best, ties in incoming order.
 
 Two rerankers are provided:
 
@@ -75,7 +80,15 @@ def rerank(reranker: Reranker, question: str, candidates: Sequence[Passage], kee
     return RerankResult(ranked, truncated, len(texts), reranker.name)
 
 
-class SentenceMaxSimReranker:
+class ScoresFusedText:
+    """A second stage (``stages.SecondStage``) for a ``Reranker``: it scores the fused candidates' text."""
+
+    def reorder(self, question: str, candidates, keep: int = KEEP) -> RerankResult:
+        """``rerank`` of ``candidates.fused`` (a ``rag.search.Candidates``), the ``keep`` best kept."""
+        return rerank(self, question, [sp.passage for sp in candidates.fused], keep=keep)
+
+
+class SentenceMaxSimReranker(ScoresFusedText):
     """A candidate's score is the highest cosine between the question and one of its sentences.
 
     This is a genuine second stage, not the first stage's vector again: MiniLM reads at
@@ -110,10 +123,10 @@ class SentenceMaxSimReranker:
         return scores
 
 
-class FusedOrder:
+class FusedOrder(ScoresFusedText):
     """No second stage: every candidate scores 0, so ``rerank`` keeps the first ``keep`` in fused order.
 
-    The condition seed 003 keeps so that an experiment can remove the reranker.
+    The RAG baseline design keeps this condition so that an experiment can remove the reranker.
     """
 
     name = "none (fused order)"
@@ -122,7 +135,7 @@ class FusedOrder:
         return [0.0] * len(texts)
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(ScoresFusedText):
     """A sentence-transformers ``CrossEncoder`` from a local folder: question and passage read together."""
 
     def __init__(self, model_path: str):
@@ -237,8 +250,8 @@ LEARNED_WEIGHTS = LearnedWeights(mean=(1.912222, 0.046339, 0.529525, 0.046361, 0
 class LearnedOrder:
     """Orders every candidate of both paths by a learned combination of their evidence (``LearnedWeights``).
 
-    Unlike the rerankers above it reads the candidates' path scores and ranks, not their text,
-    so ``Baseline`` calls ``order`` with both paths' lists.
+    Unlike the rerankers above it reads the candidates' path scores and ranks, not their text:
+    ``reorder`` hands ``order`` both paths' lists.
     """
 
     name = "learned combination of the first stage's evidence"
@@ -255,3 +268,7 @@ class LearnedOrder:
         order = sorted(range(len(passages)), key=lambda i: -logits[i])[:keep]
         ranked = tuple(ScoredPassage(passages[i], float(logits[i]), rank) for rank, i in enumerate(order, start=1))
         return RerankResult(ranked, 0, len(passages), self.name)
+
+    def reorder(self, question: str, candidates, keep: int = KEEP) -> RerankResult:
+        """``order`` over both paths' lists of ``candidates`` (a ``rag.search.Candidates``)."""
+        return self.order(question, candidates.full_text, candidates.dense, keep=keep)

@@ -27,6 +27,19 @@ DIMENSION = 384
 SPLIT_NAMES = r"regexp_replace(header || ' ' || text, '\.([[:alpha:]_])', ' \1', 'g')"
 
 
+def schema_number(version: object) -> int:
+    """A stored schema version as the whole number it is ("10" is after "9"); None (not recorded) is version 1."""
+    text = "1" if version is None else str(version).strip()
+    if not text.isdigit():
+        raise ValueError(f"schema version must be a whole number; the index records {version!r}")
+    return int(text)
+
+
+def is_current(version: object) -> bool:
+    """Whether an index of schema ``version`` has everything this package's ``SCHEMA_VERSION`` writes."""
+    return schema_number(version) >= schema_number(SCHEMA_VERSION)
+
+
 def check_tenant(name: object) -> str:
     """A tenant name: 1-64 letters, digits, ``_``, ``.`` or ``-``."""
     if not isinstance(name, str) or not TENANT_PATTERN.fullmatch(name):

@@ -2,7 +2,7 @@
 
 - Full text, three ways (``LEXICAL``), each an OR (``|``) of the question's alphanumeric
   terms, so that a chunk can match with only some of the words:
-  - ``english`` (seed 003's): ``to_tsquery('english', ...)`` against ``search_text``, ordered
+  - ``english`` (the RAG baseline design's): ``to_tsquery('english', ...)`` against ``search_text``, ordered
     by ``ts_rank_cd``. PostgreSQL's English stop list drops ``where``, ``all`` and ``any``,
     and its parser keeps ``numpy.linalg.solve`` as one token that no question term equals.
     With an OR, ``ts_rank_cd`` is close to a count of matching words (0.1 an occurrence).

@@ -1,4 +1,4 @@
-"""Lab 04's index in PostgreSQL: seed 003's three tables, refresh by source, health checks.
+"""Lab 04's index in PostgreSQL: the RAG baseline design's three tables, refresh by source, health checks.
 
 One schema holds one index:
 
@@ -7,7 +7,7 @@ One schema holds one index:
 - ``chunks``: one row per chunk (source, ordinal, character span, text, its hash, the
   chunker and embedding versions, tenant), with its search representations: two generated
   ``tsvector`` columns, each with a GIN index, and a pgvector embedding. ``search_text`` is
-  seed 003's (PostgreSQL's ``english`` configuration, whose stop list drops ``where``,
+  the RAG baseline design's (PostgreSQL's ``english`` configuration, whose stop list drops ``where``,
   ``all`` and ``any`` and whose parser keeps ``np.where`` as one token); ``code_text`` splits
   dotted names at their dots and uses the schema's own ``names`` configuration (English
   stemming, no stop list), so that an identifier can be found by its parts;
@@ -48,7 +48,7 @@ from .ingest import ChunkPolicy, Skipped, SourceFile, discover, read_all
 from .privileges import require
 from .schema import (DDL, DEFAULT_TENANT, DIMENSION, LEXEME_COUNT, NAMES_CONFIGURATION, OLD_POLICY, POLICY, READ_TABLES,
                      READER_ROLE, SCHEMA_VERSION, SPLIT_NAMES, TENANT_PATTERN, TENANT_TABLES, TEXT_INDEXES,
-                     check_tenant, policies, reader_role)
+                     check_tenant, policies, reader_role, schema_number)
 
 __all__ = ["DEFAULT_TENANT", "DIMENSION", "READER_ROLE", "SCHEMA_VERSION", "SPLIT_NAMES", "TENANT_PATTERN",
            "TENANT_TABLES", "TEXT_INDEXES", "Check", "HealthReport", "PgIndex", "RefreshReport", "check_tenant",
@@ -234,7 +234,7 @@ class PgIndex:
             return meta.get("corpus_root")
         with self.connection.transaction():
             row = self.connection.execute(self.sql("SELECT corpus_root FROM {s}.tenants WHERE tenant = %s"),
-                                          [self.tenant]).fetchone() if meta.get("schema_version", "1") >= "3" else None
+                                          [self.tenant]).fetchone() if schema_number(meta.get("schema_version")) >= 3 else None
         if row is not None and row[0] is not None:
             return row[0]
         # an index of schema version 2 or before, or a tenant loaded without a folder: the schema's own

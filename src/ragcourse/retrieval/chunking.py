@@ -1,7 +1,7 @@
 """Lesson 09's chunker: token-budgeted windows over a document's words, and the relations they keep.
 
 A document's **body** is its paragraphs joined and split into words. Chunk boundaries fall
-between words; a window's size is counted in tokens (``ragcourse.text.tokenize``), so a
+between words; a window's size is counted in tokens (``ragcourse.world.text.tokenize``), so a
 window takes words while their tokens still fit the budget. **Overlap** is counted in tokens
 too: the next window starts by stepping back over the last words of the previous one while
 their tokens fit the overlap budget. Every window holds at least one word, so a word longer

@@ -6,13 +6,13 @@ No real model is called. Every variant shares the same mechanics, written once i
 * each call is seeded from ``seed ^ trace_id(text)`` (FNV-1a of the prompt), so the same
   prompt at the same seed always gets the same answer, and any change to the prompt may
   change it;
-* the prompt's tokens (``ragcourse.text.tokenize``) are counted; above ``window`` tokens the
+* the prompt's tokens (``ragcourse.world.text.tokenize``) are counted; above ``window`` tokens the
   call fails with ``context_overflow``;
 * a call counter runs over the model's life; every ``rate_limit_every``-th call fails with
   ``rate_limit`` (the 37th, 74th, ... call). Start each experiment with a fresh model or
   ``reset()``, so re-running it gives the same table;
 * a choice among options is a softmax with ``temperature`` followed by
-  ``ragcourse.rng.pick``; ``temperature`` 0 takes the first option with the highest score.
+  ``ragcourse.world.rng.pick``; ``temperature`` 0 takes the first option with the highest score.
 
 The variants (course lesson in brackets):
 

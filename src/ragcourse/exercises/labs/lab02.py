@@ -1,6 +1,6 @@
 """Exercises of lab 02: TF-IDF written out, the dense model swapped in, and a smoke test that catches a fault.
 
-q1 (build) fits seed 004's TF-IDF weighting and is compared with the package's ``TfidfIndex``
+q1 (build) fits the TF-IDF weighting of the minimal pipeline lab 02 follows and is compared with the package's ``TfidfIndex``
 (which equals scikit-learn's ``TfidfVectorizer``), then reproduces the lab's whole-page
 self-retrieval with it; q2 (measure) runs one measurement function over TF-IDF and dense
 retrievers on a subset of pages the lab did not print; q3 (predict) and q4 (build) are the

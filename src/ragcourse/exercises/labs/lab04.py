@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ...engines.dense import DenseEncoder
-from ...rag.baseline import Baseline, Trace
+from ...rag.pipeline import Pipeline, Trace
 from ...rag.context import ContextBudget
 from ...rag.database import open_database
 from ...rag.ingest import ChunkPolicy
@@ -445,8 +445,8 @@ def reference_traces() -> tuple[tuple[str, tuple[Trace, ...]], ...]:
     encoder = DenseEncoder()
     texts = [q.text for q in judged()]
     with scratch_index("exercise_traces", trace_subset(), encoder=encoder) as index:
-        lab = Baseline(index, encoder)
-        tight = Baseline(index, encoder, per_path=TIGHT["per_path"], keep=TIGHT["keep"], budget=TIGHT["budget"])
+        lab = Pipeline(index, encoder)
+        tight = Pipeline(index, encoder, per_path=TIGHT["per_path"], keep=TIGHT["keep"], budget=TIGHT["budget"])
         return (("the lab's settings", tuple(lab.ask_many(texts))),
                 ("tight settings (5 per path, keep 3, 2 passages, 400 tokens)", tuple(tight.ask_many(texts))))
 

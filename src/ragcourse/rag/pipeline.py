@@ -1,0 +1,279 @@
+"""The RAG pipeline over lab 04's PostgreSQL index, end to end, with a trace of every stage, and its settings.
+
+question -> full text + dense candidates (PostgreSQL) -> reciprocal rank fusion ->
+second stage (keeps 8) -> context assembly (dedup, overlap, passage and token limits) ->
+reader (the extractive reader's sentences, or the generating reader's words, with
+``source#ordinal`` citations, or an abstention).
+
+``Pipeline.ask`` returns a ``Trace``: each stage's output and time, so a wrong answer can
+be followed back from the reader to the rows it came from. Each stage is called through its
+protocol (``engines.stages``). ``Setting`` names one configuration of the whole system and
+builds its pipeline; ``DEFAULT_SETTING`` is the package's (what lab 04 kept on its ``dev``
+questions, run by ``ask``, ``index`` and ``search --retriever postgres``), ``UNTUNED_SETTING``
+the design lab 04 started from. ``PipelineRetriever`` is the pipeline's ranked list as a
+``stages.Retriever``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from ..engines.stages import Reader, SecondStage
+from .context import AssembledContext, ContextBudget, assemble, drop_counts, token_counter
+from .passages import ScoredPassage
+from .reader import Answer, ExtractiveReader
+from .rerank import KEEP, RerankResult, make_reranker
+from .search import (DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, PathMemo, candidates, check_lexical,
+                     check_question)
+from .store import DEFAULT_TENANT, PgIndex, check_tenant
+
+STAGES = ("full text", "dense", "fused", "reranked", "admitted")
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One question through every stage: candidates, fusion, reranking, context, answer, timings."""
+
+    question: str
+    tenant: str
+    candidates: Candidates
+    reranked: RerankResult
+    context: AssembledContext
+    answer: Answer
+    seconds: dict = field(default_factory=dict)
+
+    def stage(self, name: str) -> tuple[ScoredPassage, ...]:
+        """The passages a stage ended with, best first (one of ``STAGES``)."""
+        lists = {"full text": self.candidates.full_text, "dense": self.candidates.dense,
+                 "fused": self.candidates.fused, "reranked": self.reranked.ranked,
+                 "admitted": self.context.admitted}
+        if name not in lists:
+            raise ValueError(f"stage must be one of {', '.join(STAGES)}; got {name!r}")
+        return lists[name]
+
+    def documents(self, name: str) -> list[str]:
+        """The stage's source documents, best first, each once."""
+        return list(dict.fromkeys(sp.passage.doc_id for sp in self.stage(name)))
+
+    def to_dict(self) -> dict:
+        """The trace as plain JSON-ready data (with ``dense_search`` when the dense path was approximate)."""
+        def rows(stage):
+            return [{"citation": sp.passage.citation, "score": round(sp.score, 6), "rank": sp.rank}
+                    for sp in stage]
+
+        search = self.candidates.dense_search
+        approximate = {} if search is None or search.exact else {"dense_search": asdict(search)}
+        return {
+            "question": self.question, "tenant": self.tenant,
+            "answer": {"text": self.answer.text, "citations": list(self.answer.citations),
+                       "abstained": self.answer.abstained,
+                       "best_score": None if math.isnan(self.answer.best_score) else round(self.answer.best_score, 6)},
+            "full_text": rows(self.candidates.full_text), "dense": rows(self.candidates.dense),
+            "fused": rows(self.candidates.fused), "union_size": self.candidates.union_size,
+            "reranker": {"name": self.reranked.name, "truncated": self.reranked.truncated,
+                         "kept": rows(self.reranked.ranked)},
+            "context": {"admitted": rows(self.context.admitted),
+                        "dropped": [{"citation": sp.passage.citation, "reason": reason}
+                                    for sp, reason in self.context.dropped],
+                        "tokens": self.context.tokens, "characters": self.context.characters,
+                        "repeated_characters": self.context.repeated_characters},
+            "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
+            **approximate,
+        }
+
+    def lines(self) -> list[str]:
+        """The trace as text, stage by stage."""
+        c, r, x = self.candidates, self.reranked, self.context
+        out = [f"question: {self.question}  (tenant {self.tenant})",
+               f"full text: {len(c.full_text)} candidates   dense: {len(c.dense)}   "
+               f"fused union: {c.union_size}",
+               *([f"dense search: {c.dense_search.line()}"]
+                 if c.dense_search is not None and not c.dense_search.exact else []),
+               f"reranker: {r.name}; scored {r.scored}, kept {len(r.ranked)}, "
+               f"{r.truncated} cut at 2,000 characters"]
+        for sp in r.ranked:
+            out.append(f"  {sp.rank}. {sp.score:7.4f}  {sp.passage.citation}")
+        drops = ", ".join(f"{n} {reason}" for reason, n in drop_counts(x).items() if n)
+        out.append(f"context: {len(x.admitted)} admitted ({x.tokens} tokens, {x.characters} characters, "
+                   f"{x.repeated_characters} repeated); dropped: {drops or 'none'}")
+        for sp, reason in x.dropped:
+            out.append(f"  dropped {sp.passage.citation}: {reason}")
+        out.append("seconds: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in self.seconds.items()))
+        return out
+
+
+class Pipeline:
+    """The whole pipeline over one index; every part can be swapped (second stage, budget, reader).
+
+    The second stage is any ``stages.SecondStage`` (the MiniLM re-scorer by default), the reader
+    any ``stages.Reader`` (the extractive reader by default); each is called through its protocol.
+    """
+
+    def __init__(self, index: PgIndex, encoder, second_stage: SecondStage | None = None,
+                 budget: ContextBudget | None = None, reader: Reader | None = None, per_path: int = PER_PATH,
+                 constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP,
+                 lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None):
+        from ..lesson.params import check_int
+
+        self.index, self.encoder = index, encoder
+        self.second_stage = second_stage or make_reranker(encoder)
+        self.budget = budget or ContextBudget()
+        self.reader = reader or ExtractiveReader(encoder)
+        self.per_path = check_int("per_path", per_path, 1, 1000)
+        self.keep = check_int("keep", keep, 1, 100)
+        self.constant, self.exact = constant, exact
+        self.lexical = check_lexical(lexical)
+        self.count_tokens = token_counter(encoder)
+        self.memo = memo   # a PathMemo: first-stage rows asked before come from memory (see rag.search)
+
+    def ask(self, question: str, tenant: str = DEFAULT_TENANT, vector: np.ndarray | None = None,
+            session=None) -> Trace:
+        """Answer one question for ``tenant``; ValueError for an empty, NUL-holding or overlong question."""
+        question = check_question(question)
+        check_tenant(tenant)
+        started = time.perf_counter()
+        if vector is None:
+            vector = self.encoder.encode([question])[0]
+        encoded = time.perf_counter()
+        found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
+                           lexical=self.lexical, memo=self.memo)
+        before_rerank = time.perf_counter()
+        reranked = self.second_stage.reorder(question, found, self.keep)
+        ranked = time.perf_counter()
+        context = assemble(reranked.ranked, self.budget, self.count_tokens)
+        assembled = time.perf_counter()
+        answer = self.reader.answer(question, context)
+        done = time.perf_counter()
+        seconds = {"encode": encoded - started, **found.seconds, "rerank": ranked - before_rerank,
+                   "assemble": assembled - ranked, "read": done - assembled}
+        return Trace(question, tenant, found, reranked, context, answer, seconds)
+
+    def ask_many(self, questions: Sequence[str], tenant: str = DEFAULT_TENANT) -> list[Trace]:
+        """Several questions, their vectors encoded in one call."""
+        texts = [check_question(q) for q in questions]
+        check_tenant(tenant)
+        if not texts:
+            return []
+        vectors = self.encoder.encode(texts)
+        # One read-only session for the batch; each question's queries are still timed on their own.
+        with self.index.reader(tenant, exact=self.exact) as session:
+            return [self.ask(text, tenant, vector, session) for text, vector in zip(texts, vectors)]
+
+
+class PipelineRetriever:
+    """The pipeline's ranked list as a ``stages.Retriever``: each question's pages in its second stage's order.
+
+    A question's hits are the ``reranked`` stage's chunks collapsed to their pages (each page once,
+    with the chunk that won it and that chunk's score). ``allowed`` (page ids) applies to that finished
+    list, since the pipeline's search does not filter by page, so fewer than ``keep`` pages can remain:
+    ``filtered_out`` counts the hits it removed, over every call.
+    """
+
+    name = "postgres"
+
+    def __init__(self, pipeline: Pipeline, tenant: str = DEFAULT_TENANT):
+        self.pipeline, self.tenant = pipeline, check_tenant(tenant)
+        self.filtered_out = 0
+
+    def search_many(self, questions: Sequence[str], allowed=None) -> list[list]:
+        """One list of ``DocumentHit`` per question (ValueError for an empty, NUL-holding or overlong one)."""
+        from ..engines.retrievers import DocumentHit
+
+        results = []
+        for trace in self.pipeline.ask_many(questions, self.tenant):
+            seen, hits = set(), []
+            for sp in trace.stage("reranked"):
+                if sp.passage.doc_id not in seen:
+                    seen.add(sp.passage.doc_id)
+                    hits.append(DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score))
+            kept = hits if allowed is None else [hit for hit in hits if hit.doc_id in allowed]
+            self.filtered_out += len(hits) - len(kept)
+            results.append(kept)
+        return results
+
+
+POLICIES = ("seed", "window", "recursive")
+SECOND_STAGES = ("none", "re-scorer", "learned")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One configuration of lab 04's system: what is indexed, how full text scores, fusion, second stage, budget.
+
+    ``policy`` is ``"recursive"`` (lab 03's winning units: recursive chunks of 800 characters),
+    ``"window"`` (sentences packed to the encoder's window) or ``"seed"`` (the RAG baseline
+    design's policy, which lab 04 started from: sentences packed to 2,000 characters with 300 of overlap); ``summaries`` keeps
+    each page's summary line in the indexed files; ``headers`` writes each chunk's page title and
+    section in front of it. The defaults are the best design the course knew before lab 04
+    (``UNTUNED_SETTING``); ``DEFAULT_SETTING`` is what lab 04's ladder kept from it, and what
+    ``ask``, ``index`` and ``search --retriever postgres`` run.
+    """
+
+    policy: str = "recursive"
+    summaries: bool = True
+    headers: bool = True
+    lexical: str = "bm25"
+    per_path: int = 30
+    constant: int = 60
+    second_stage: str = "none"
+    max_tokens: int = 1500
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
+        if self.second_stage not in SECOND_STAGES:
+            raise ValueError(f"second_stage must be one of {', '.join(SECOND_STAGES)}; got {self.second_stage!r}")
+
+    def chunk_policy(self, name: str = "sentences"):
+        """The ``ChunkPolicy`` this setting indexes with."""
+        from .ingest import ChunkPolicy
+
+        if self.policy == "recursive":
+            return ChunkPolicy.recursive(headers=self.headers)
+        if self.policy == "seed":
+            base = ChunkPolicy.seed(name)
+            return ChunkPolicy(name, base.size, base.overlap, unit="characters", headers=self.headers)
+        return ChunkPolicy(name, headers=self.headers)
+
+    @property
+    def index_key(self) -> tuple[str, bool, bool]:
+        """What decides the index: (policy, summaries, headers)."""
+        return (self.policy, self.summaries, self.headers)
+
+    def pipeline(self, index: PgIndex, encoder, reader=None, keep: int | None = None, max_passages: int = 6,
+                 max_tokens: int | None = None, second_stage=None):
+        """The whole pipeline at this setting over ``index`` (a ``Pipeline``).
+
+        The second stage is the setting's (``second_stage``, a ``stages.SecondStage``, replaces it,
+        e.g. a cross-encoder); ``max_tokens`` replaces the setting's budget.
+        """
+        from .rerank import FusedOrder, LearnedOrder
+
+        if second_stage is None:
+            second_stage = {"re-scorer": lambda: make_reranker(encoder), "learned": LearnedOrder,
+                            "none": FusedOrder}[self.second_stage]()
+        budget = ContextBudget(max_passages=max_passages, max_tokens=max_tokens or self.max_tokens)
+        return Pipeline(index, encoder, second_stage=second_stage, budget=budget, reader=reader, per_path=self.per_path,
+                        constant=self.constant, keep=keep or KEEP, lexical=self.lexical)
+
+    def changed(self, **changes) -> "Setting":
+        from dataclasses import replace
+
+        unknown = set(changes) - set(self.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown setting(s) {', '.join(sorted(unknown))}; "
+                             f"allowed: {', '.join(self.__dataclass_fields__)}")
+        return replace(self, **changes)
+
+
+# The best design the course knew before lab 04 tuned it: lab 03's headed recursive chunks and
+# hybrid in PostgreSQL (BM25 and dense, 30 candidates a path, RRF k = 60), no second stage,
+# 1,500 tokens of context. Lab 04's ladder starts here.
+UNTUNED_SETTING = Setting()
+# What lab 04's ladder kept on dev (its section 10 prints the comparison): the package's default,
+# which ``ask``, ``index`` and ``search --retriever postgres`` run.
+DEFAULT_SETTING = UNTUNED_SETTING.changed(per_path=60, constant=10, second_stage="learned")

@@ -92,14 +92,6 @@ def _shares(names: list[str]) -> str:
     return ", ".join(f"{k} {100 * v / len(names):.0f}%" for k, v in sorted(counts.items()))
 
 
-def pooled(model, features: dict, token_embeddings) -> np.ndarray:
-    """The model's own pooling and normalisation over a transformer output, then ``encode``'s normalisation."""
-    features = dict(features, token_embeddings=torch.as_tensor(token_embeddings))
-    for module in list(model)[1:]:
-        features = module(features)
-    return torch.nn.functional.normalize(features["sentence_embedding"], p=2, dim=1).numpy().astype(np.float32)
-
-
 class Bert(torch.nn.Module):
     """The BERT with positional inputs and one output (what tracing and exporting need)."""
 
@@ -114,7 +106,7 @@ class Bert(torch.nn.Module):
 
 def routes(model, threads: int, folder: Path, wanted: list[str]) -> dict:
     """Route name -> compute(batch) -> unit vectors; built lazily, in ``wanted``'s order."""
-    from ragcourse.engines.dense import BATCH_SIZE
+    from ragcourse.engines.dense import BATCH_SIZE, pooled
 
     def through(forward):
         def compute(batch):
@@ -206,6 +198,7 @@ def run_route(compute, texts: list[str], lengths: list[int], size: int) -> tuple
 def encoder_table(args) -> None:
     from ragcourse.engines.dense import MODEL_NAME, DenseEncoder, text_key
 
+    os.environ["RAGCOURSE_ENCODER_ROUTE"] = "torch"   # the cache's torch vectors, to check the baseline against
     encoder = DenseEncoder()
     model = encoder.model
     torch.set_num_threads(encoder.threads)

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     bar = tqdm(total=len(missing), unit="text", desc=f"embedding on {encoder.threads} threads", disable=quiet)
     costs = [[padded_cost(g[i:i + BLOCK], tokens, batch) for i in range(0, len(g), BLOCK)] for _, g in plan]
     remaining = sum(map(sum, costs))
-    encoder.model.encode(first[:batch], batch_size=batch)   # one warm-up pass, so the sample times encoding alone
+    encoder.forward(first[:batch])   # one warm-up pass (and the route's set-up), so the sample times encoding alone
     embed_started = time.perf_counter()
     for (name, texts_of_group), group_costs in zip(plan, costs):
         for start, cost in zip(range(0, len(texts_of_group), BLOCK), group_costs):

@@ -43,6 +43,8 @@ def fresh(made, tmp_path) -> Generator:
     return other
 
 
+@pytest.mark.slow
+@pytest.mark.generator
 def test_an_answer_is_the_same_alone_and_among_other_prompts(made, tmp_path):
     prompts = [made.prompt(q, PASSAGES[:1 + i % 2]) for i, q in enumerate(QUESTIONS)]
     assert len({p.tokens for p in prompts}) > 1   # prompts of different lengths side by side
@@ -56,6 +58,7 @@ def test_an_answer_is_the_same_alone_and_among_other_prompts(made, tmp_path):
     assert all(0 < g.tokens_out <= 12 for g in alone)
 
 
+@pytest.mark.generator
 def test_answers_come_back_from_the_cache_and_the_key_holds_the_settings(made, tmp_path):
     one = fresh(made, tmp_path)
     prompt = one.prompt(QUESTIONS[0], PASSAGES)
@@ -67,6 +70,7 @@ def test_answers_come_back_from_the_cache_and_the_key_holds_the_settings(made, t
     assert longer.key(prompt) != one.key(prompt)   # another token limit is another answer
 
 
+@pytest.mark.generator
 def test_streamed_text_is_the_answer(made, tmp_path):
     one = fresh(made, tmp_path)
     pieces: list[str] = []
@@ -74,6 +78,8 @@ def test_streamed_text_is_the_answer(made, tmp_path):
     assert "".join(pieces).strip() == generation.text == answer.text
 
 
+@pytest.mark.slow
+@pytest.mark.generator
 def test_the_converted_weights_compute_what_the_gguf_file_does(made):
     import torch
     import transformers
@@ -86,6 +92,7 @@ def test_the_converted_weights_compute_what_the_gguf_file_does(made):
         assert torch.equal(original(input_ids=ids).logits, made.model(input_ids=ids).logits)
 
 
+@pytest.mark.generator
 def test_a_prompt_too_long_for_the_window_loses_whole_passages_and_counts_them(made):
     long = [passage(f"numpy.p{i}", "array " * 2000, i) for i in range(6)]   # about 2,000 tokens each
     prompt = made.prompt(QUESTIONS[0], long)

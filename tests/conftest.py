@@ -144,10 +144,10 @@ def readiness(item) -> int:
 # xdist (``--dist loadfile``) hands out whole files in the order of the collection and gives a worker its next
 # file when the one it runs is nearly done, so two long files handed out last run one after the other while the
 # other worker waits. Files go in the order their tests can start (``readiness``), and among equals the costliest
-# first, ranked by the costliest kind of test a file holds as its markers say: the generating model (lab 04's
-# notebook generates 180 answers: 110 s warm, 650 s cold), the browser (the site 380 s warm, JupyterLab 140 s),
-# notebooks and kernels (10-80 s a file), PostgreSQL, the encoder; then the rest. Within a kind, files with a
-# ``slow`` test first; then more tests first (xdist's own order).
+# first, ranked by the costliest kind of test a file holds as its markers say (make test's timelines, 2026-12-02
+# to 12-05): the generating model (lab 04's notebook generates 180 answers: 110 s warm, 650 s cold), the browser
+# (the site 380 s warm, JupyterLab 140 s), notebooks and kernels (10-80 s a file), PostgreSQL, the encoder; then
+# the rest. Within a kind, files with a ``slow`` test first; then more tests first (xdist's own order).
 COSTLIEST_FIRST = ("generator", "browser", "notebooks", "database", "embeddings")
 
 

@@ -189,7 +189,6 @@ def test_a_privilege_the_server_refuses_anyway_is_one_line(server, model, notes,
 
 # ---------------------------------------------------------------- 2. tenants loaded from folders
 
-@pytest.mark.slow
 @pytest.mark.database
 @pytest.mark.embeddings
 def test_two_folders_load_two_tenants_and_ask_answers_from_each_alone(model, tmp_path, monkeypatch, capsys):
@@ -341,7 +340,6 @@ def test_every_failed_check_names_a_repair_and_the_repair_works(database, tmp_pa
         index.close()
 
 
-@pytest.mark.slow
 @pytest.mark.database
 @pytest.mark.embeddings
 def test_the_cli_check_names_the_command_and_refresh_repairs_broken_statistics(model, notes, capsys):

@@ -50,9 +50,11 @@ test: $(STAMP) $(SITE_STAMP)
 	RAGCOURSE_PREPARE=background TQDM_DISABLE=1 $(PY) -m pytest -ra -n 2 --dist loadfile --durations=15 --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider tests notebooks
 
-## Package tests only (seconds; RAGCOURSE_PREPARED=1 leaves the labs' texts to the few tests that embed them)
+## The contributor's loop, under two minutes warm: every test of tests/ that no marker calls costly (pyproject.toml:
+## no kernel, browser, PostgreSQL, encoder, language model or ranx, nothing slow); needs no cache
+FAST := not (slow or notebooks or browser or database or embeddings or generator or ranx)
 test-fast: $(STAMP)
-	RAGCOURSE_PREPARED=1 $(PY) -m pytest -q -m "not notebooks and not browser" tests
+	$(PY) -m pytest -q -m "$(FAST)" tests
 
 ## Open the course in JupyterLab
 lab: $(STAMP)

@@ -1,189 +1,194 @@
-"""Shared fixtures: where the project's notebooks and documented blocks live."""
+"""Fixtures and hooks: PostgreSQL, the browser, the full-text pages; the markers at work; ``prepare`` beside the tests.
+
+What the tests share besides fixtures lives in ``tests/support/``: no test file imports another, nor this one.
+
+The markers (``pyproject.toml``; what each means and when to add one: CONTRIBUTING.md, "Checks before you
+commit") are declared on the tests. Two kinds of test cannot carry them in their source, and get them here
+(``pytest_collection_modifyitems``): nbval's items for the notebooks (``support.marks.notebook_marks``), and a
+test that uses the ``database`` fixture, marked ``database``.
+
+Every text the labs embed is embedded once, before the first test that needs it (``python -m ragcourse
+prepare``), so no test pays another's cold cost:
+
+- ``make test`` sets RAGCOURSE_PREPARE=background: the controlling process starts ``prepare`` beside the
+  tests, and each test marked ``embeddings("group", ...)`` waits for the groups of its plan it names (``"all"``:
+  for all of it), and each test marked ``timed`` for all of it (see ``waits_for``). The tests that wait are
+  handed out last (see ``pytest_collection_modifyitems``), and the suite alone keeps only about one of the two
+  cores busy. ``prepare``'s log is summarised at the end of the run.
+- RAGCOURSE_PREPARED=1: the cache is filled already (``prepare`` was run by hand).
+- Otherwise a plain single-process ``pytest`` that selects a test marked ``embeddings`` with a group runs
+  ``prepare`` before the first test; under pytest-xdist without RAGCOURSE_PREPARE=background the workers do
+  not (two would embed the same texts side by side): run ``prepare`` first.
+"""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT, lesson_notebooks
-
-DOCUMENTED_DIR = Path(__file__).parent / "documented"
-ALL_LESSONS = list(range(1, 17))
-
-
-def documented_blocks(lesson: int) -> list[str]:
-    """The course's printed blocks for one lesson, in order."""
-    return [p.read_text() for p in sorted(DOCUMENTED_DIR.glob(f"{lesson:02d}-*.txt"))]
-
-
-def stored_stdout(path: Path) -> str:
-    """Everything the stored code cells of a notebook printed to stdout, in order."""
-    nb = json.loads(path.read_text())
-    parts = []
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                text = output["text"]
-                parts.append("".join(text) if isinstance(text, list) else text)
-    return "".join(parts)
-
-
-def normalise_block(text: str) -> str:
-    """Trailing spaces dropped per line, leading and trailing blank lines dropped."""
-    lines = [line.rstrip() for line in text.split("\n")]
-    while lines and not lines[0]:
-        lines.pop(0)
-    while lines and not lines[-1]:
-        lines.pop()
-    return "\n".join(lines)
-
-
-def blocks_in_order(haystack: str, blocks: list[str]) -> list[bool]:
-    """For each block, whether it appears as whole lines after the previous block's match."""
-    text = "\n" + normalise_block(haystack) + "\n"
-    found, position = [], 0
-    for block in blocks:
-        needle = "\n" + normalise_block(block) + "\n"
-        at = text.find(needle, position)
-        found.append(at >= 0)
-        if at >= 0:
-            position = at + len(needle) - 1
-    return found
-
-
-@pytest.fixture(scope="session")
-def notebooks() -> dict[int, Path]:
-    return lesson_notebooks()
-
-
-def lesson_notebook(lesson: int) -> Path:
-    """The lesson's notebook; all sixteen exist, so a missing one fails the test."""
-    path = lesson_notebooks().get(lesson)
-    if path is None:
-        pytest.fail(f"lesson {lesson:02d} has no notebook notebooks/{lesson:02d}-*.ipynb")
-    return path
-
-
-# The accessibility check (issue 53): axe-core, as bundled by axe-playwright-python (pinned in requirements.txt;
-# its axe.min.js is injected into the page, nothing is fetched), run in the headless Chromium the browser tests
-# drive. A finding is one rule failed by one element; "serious" and "critical" ones fail a test.
-AXE_BLOCKING = ("serious", "critical")
-
-AXE_RUN = """async ([selector, marker]) => {
-  if (selector && !document.querySelector(selector)) throw new Error('no element matches ' + selector);
-  const results = await axe.run(selector ? {include: [selector]} : document, {resultTypes: ['violations']});
-  return results.violations.map((v) => ({
-    id: v.id, impact: v.impact, help: v.help,
-    nodes: v.nodes.map((n) => {
-      const element = document.querySelector(n.target[0]);
-      return {target: n.target.join(' '), html: n.html.slice(0, 200),
-              marked: Boolean(marker && element && element.closest(marker))};
-    })}));
-}"""
-
-
-def axe_findings(page, selector: str | None = None, marker: str | None = None) -> list[dict]:
-    """axe-core's violations on ``page`` (within every element ``selector`` matches, else the whole document).
-
-    Each is ``{id, impact, help, nodes}``; a node is ``{target, html, marked}``, ``marked`` when the
-    element sits inside ``marker`` (a CSS selector: e.g. a notebook's cell outputs)."""
-    try:
-        from axe_playwright_python.base import AXE_SCRIPT
-    except ImportError:
-        pytest.fail("axe-playwright-python is not installed: .venv/bin/pip install -r requirements.txt", pytrace=False)
-    if not page.evaluate("() => typeof window.axe === 'object' && typeof window.axe.run === 'function'"):
-        page.evaluate(AXE_SCRIPT)   # as axe-playwright-python's Axe.run does: no <script> added to the page
-    return page.evaluate(AXE_RUN, [selector, marker])
-
-
-def axe_counts(findings: list[dict]) -> dict[str, int]:
-    """``"rule (impact)"`` -> elements, over a list of findings (of one page or many)."""
-    counts: dict[str, int] = {}
-    for finding in findings:
-        key = f"{finding['id']} ({finding['impact']})"
-        counts[key] = counts.get(key, 0) + len(finding["nodes"])
-    return dict(sorted(counts.items()))
-
-
-def described_figure(cells: list[dict]) -> dict:
-    """The one stored output whose PNG carries an ``alt`` (a figure shown with ``show_figure``); its alt must
-    equal its text, the description."""
-    found = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
-             if "alt" in o.get("metadata", {}).get("image/png", {})]
-    assert len(found) == 1, "the figure cell no longer shows one described figure (show_figure)"
-    assert found[0]["metadata"]["image/png"]["alt"] == "".join(found[0]["data"]["text/plain"])
-    return found[0]
-
-
-def stored_figure_description(cells: list[dict]) -> str:
-    """The committed figure's description, as a screen reader gets it."""
-    return "".join(described_figure(cells)["data"]["text/plain"])
-
-
-__all__ = ["ALL_LESSONS", "AXE_BLOCKING", "described_figure", "stored_figure_description", "DOCUMENTED_DIR", "NOTEBOOKS_DIR", "PROJECT_ROOT", "axe_counts",
-           "axe_findings", "blocks_in_order", "documented_blocks", "normalise_block", "lesson_notebook",
-           "stored_stdout"]
-
-
-# Every text the labs embed is embedded once, before the first test that needs it (``python -m ragcourse
-# prepare``), so no test pays another's cold cost.
-#
-# - ``make test`` sets RAGCOURSE_PREPARE=background: the controlling process starts ``prepare`` beside the
-#   tests, the tests that need embeddings are moved to the end of the run, and each of them waits for it
-#   (the lessons, the unit tests, the exercises and the site need no embedding, and the suite alone keeps
-#   only about one of the two cores busy). Its log is summarised at the end of the run.
-# - RAGCOURSE_PREPARED=1: the cache is filled already (``make test-fast``, or ``prepare`` was run by hand).
-# - Otherwise a plain single-process ``pytest`` that selects the labs runs ``prepare`` before the first test;
-#   under pytest-xdist without RAGCOURSE_PREPARE=background the workers do not (two would embed the same
-#   texts side by side): run ``prepare`` first.
-# What each test that reads the labs' embeddings waits for: the groups of ``prepare``'s plan it needs
-# (first match wins; ``all`` is every group). Everything else runs at once, beside ``prepare``.
-NEEDS_EMBEDDINGS = (
-    ("notebooks/labs/01-", ()), ("test_lab_runs_in_jupyterlab[01-", ()), ("exercises/labs/lab01-", ()),
-    ("notebooks/labs/02-", ("questions", "lab 02")), ("test_lab_runs_in_jupyterlab[02-", ("questions", "lab 02")),
-    ("tests/labs/test_dense_numbers.py", ("questions", "lab 02")),
-    ("tests/corpus/test_pooling.py", ("questions", "lab 02")),
-    ("exercises/labs/lab02-", ("questions", "lab 02")),
-    # lab 04 ends by comparing its final system with every retriever of the search command (labs 01-03's)
-    ("notebooks/labs/04-", ("all",)), ("test_lab_runs_in_jupyterlab[04-", ("all",)),
-    ("exercises/labs/lab04-", ("questions", "lab 04")),
-    ("exercises/labs/lab03-", ("all",)),
-    ("notebooks/labs/", ("all",)), ("test_lab_runs_in_jupyterlab", ("all",)),
-    ("tests/cli/test_search_command.py", ("all",)),
-    ("[lab01-", ()), ("[lab02-", ("questions", "lab 02")), ("[lab04-", ("questions", "lab 04")), ("[lab03-", ("all",)),
-    ("tests/exercises/test_lab_exercises.py", ("all",)), ("tests/exercises/test_exercise_grading.py", ("all",)),
-    ("tests/exercises/test_grading_masters.py", ("all",)),
-    # not for embeddings: these time themselves (pages within 30 s, cells within their deadline), so they run
-    # when prepare has given the cores back (see pytest_configure)
-    ("tests/test_browser.py", ("all",)), ("tests/exercises/test_exercise_browser.py", ("all",)),
-    ("tests/site/test_site.py", ("all",)), ("tests/exercises/test_grader_hostile.py", ("all",)),
-    ("tests/exercises/test_grader_signals.py", ("all",)), ("tests/exercises/test_lending.py", ("all",)),
-    ("tests/batch/test_sweep_cluster.py", ("all",)),
-    # not for the shared cache either (each embeds into caches of its own): they run the real model hard, so they
-    # wait for prepare rather than slow it (and its first estimate) down
-    ("tests/engines/test_batch_invariance.py", ("all",)), ("tests/rag/test_cross_encoder_invariance.py", ("all",)),
-)   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing
 PREPARE_NICENESS = 5                           # how far the tests step back while it runs (os.nice)
 RANX_STATUS = "RAGCOURSE_RANX_STATUS"         # file the background ranx compile writes its exit status to
 
 
-def needed_groups(nodeid: str) -> tuple[str, ...]:
-    """The groups of the labs' embeddings a test reads (empty: none)."""
-    for marker, groups in NEEDS_EMBEDDINGS:
-        if marker in nodeid:
-            return groups
-    return ()
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module")
+def database():
+    """One temporary embedded PostgreSQL for a whole test file (or $RAGCOURSE_DATABASE_URL's server). A test that
+    uses it is marked ``database`` (``pytest_collection_modifyitems``)."""
+    from ragcourse.rag.database import open_database
+
+    db = open_database(temporary=True)
+    yield db
+    db.close()
 
 
-def needs_embeddings(nodeid: str) -> bool:
-    """Whether the test reads the labs' embeddings (and so must wait for ``prepare``)."""
-    return bool(needed_groups(nodeid))
+@pytest.fixture(scope="module")
+def pages(database, tmp_path_factory):
+    """Six numpy pages (``support.database.PAGES``), one chunk a page, indexed with the fake encoder."""
+    from ragcourse.rag.store import PgIndex
+    from support.database import PAGES, WHOLE_PAGE, FakeEncoder, write_corpus
 
+    root = write_corpus(tmp_path_factory.mktemp("names"), PAGES)
+    index = PgIndex(database, schema="t_full_text_names", policy=WHOLE_PAGE, encoder=FakeEncoder())
+    index.drop()
+    index.refresh(root)
+    yield index
+    index.drop()
+    index.close()
+
+
+@pytest.fixture(scope="module")
+def sync_playwright_api():
+    from support.browser import CHROMIUM, browser_unavailable
+
+    if not CHROMIUM.exists():
+        browser_unavailable(f"{CHROMIUM} is not installed", "install Debian's chromium with .ci/install-browser.sh")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        browser_unavailable("the Python package playwright is not installed in this environment",
+                            "install it with .venv/bin/pip install -r requirements.txt")
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def chromium(sync_playwright_api, tmp_path_factory):
+    """Headless Chromium (Debian's), with a home folder of its own for crash reports and caches."""
+    import os
+
+    from support.browser import CHROMIUM, CHROMIUM_ARGS
+
+    home = tmp_path_factory.mktemp("browser-home")
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_CACHE_HOME": str(home / ".cache")}
+    with sync_playwright_api() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                             args=CHROMIUM_ARGS, env=env)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def lab_server(chromium, tmp_path_factory):
+    """A JupyterLab server of the file's own, on a copy of ``notebooks/`` (``support.browser.LabServer``)."""
+    from support.browser import LabServer
+
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def page(chromium):
+    from support.browser import LESSON_OPEN_MS, VIEWPORT
+
+    context = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
+    page = context.new_page()
+    page.set_default_timeout(LESSON_OPEN_MS)
+    yield page
+    context.close()
+
+
+# ---------------------------------------------------------------- the markers at work
+
+def reads_plan(item) -> tuple[str, ...]:
+    """The groups of ``prepare``'s plan a test reads: those its ``embeddings`` marks name (none: it embeds texts
+    of its own, or nothing)."""
+    return tuple(dict.fromkeys(group for mark in item.iter_markers("embeddings") for group in mark.args))
+
+
+def waits_for(item) -> tuple[str, ...]:
+    """The groups a test waits for under ``make test``: those it reads; ``("all",)`` for a ``timed`` test (it
+    checks deadlines, so it runs once ``prepare`` has given the cores back: pages within 30 s, a cell within
+    its deadline)."""
+    return ("all",) if item.get_closest_marker("timed") else reads_plan(item)
+
+
+def readiness(item) -> int:
+    """When a test can start under ``make test``: 0 at once, else 1 + the place in ``prepare``'s order of the
+    last group it waits for (``all``: the last place)."""
+    from ragcourse.cli.prepare import GROUP_ORDER
+
+    groups = waits_for(item)
+    if "all" in groups:
+        return len(GROUP_ORDER)
+    return max((GROUP_ORDER.index(group) + 1 for group in groups), default=0)
+
+
+# xdist (``--dist loadfile``) hands out whole files in the order of the collection and gives a worker its next
+# file when the one it runs is nearly done, so two long files handed out last run one after the other while the
+# other worker waits. Files go in the order their tests can start (``readiness``), and among equals the costliest
+# first, ranked by the costliest kind of test a file holds as its markers say (make test's timelines, 2026-12-02
+# to 12-05): the generating model (lab 04's notebook generates 180 answers: 110 s warm, 650 s cold), the browser
+# (the site 380 s warm, JupyterLab 140 s), notebooks and kernels (10-80 s a file), PostgreSQL, the encoder; then
+# the rest. Within a kind, files with a ``slow`` test first; then more tests first (xdist's own order).
+COSTLIEST_FIRST = ("generator", "browser", "notebooks", "database", "embeddings")
+
+
+def cost_rank(items) -> tuple[int, bool]:
+    """The place in ``COSTLIEST_FIRST`` of the costliest marker among ``items`` (after the last: none), and
+    whether none of them is ``slow``."""
+    names = {mark.name for item in items for mark in item.iter_markers()}
+    kind = min((COSTLIEST_FIRST.index(name) for name in names & set(COSTLIEST_FIRST)), default=len(COSTLIEST_FIRST))
+    return kind, "slow" not in names
+
+
+@pytest.hookimpl(tryfirst=True)   # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(config, items):
+    import os
+
+    from ragcourse.cli.prepare import GROUP_ORDER
+
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            from support.marks import notebook_marks
+
+            for mark in notebook_marks(item.path):
+                item.add_marker(mark)
+        if "database" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("database"):
+            item.add_marker(pytest.mark.database)
+    unknown = {f"{item.nodeid}: {group!r}" for item in items for group in reads_plan(item)
+               if group not in GROUP_ORDER + ("all",)}
+    if unknown:
+        raise pytest.UsageError(f"embeddings() names the groups of prepare's plan {GROUP_ORDER} or 'all', not:\n  "
+                                + "\n  ".join(sorted(unknown)))
+    if not os.environ.get(PREPARE_STATUS):
+        return
+    # Inside a file, its tests in the order they can start.
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ranked = sorted(files.values(), key=lambda tests: (max(readiness(i) for i in tests), cost_rank(tests), -len(tests)))
+    items[:] = [item for tests in ranked for item in sorted(tests, key=readiness)]
+
+
+# ---------------------------------------------------------------- prepare beside make test
 
 def pytest_configure(config):
     import os
@@ -220,59 +225,17 @@ def pytest_configure(config):
     os.environ[RANX_STATUS] = str(ranx_status)
     # prepare's encoder runs on every core; beside two busy workers its threads wait for each other at every
     # step (measured: 388 s alone, 1,065 s beside the tests). The tests (this process, so the workers it
-    # starts, and their kernels) step back while it runs: they take what it leaves. The files that time
-    # themselves (browser pages, the grader's deadlines) wait for it instead (NEEDS_EMBEDDINGS).
+    # starts, and their kernels) step back while it runs: they take what it leaves. The tests that time
+    # themselves (browser pages, the grader's deadlines) wait for it instead (``timed``).
     os.nice(PREPARE_NICENESS)
     config._ragcourse_prepare_log = log
     if hasattr(config.option, "loadscopereorder"):   # keep our file order (xdist would sort by test count)
         config.option.loadscopereorder = False
 
 
-# (lab 04: 110 s warm, about 650 cold, when it generates its 180 answers.)
-# The files that take longest, in seconds, as measured in a warm ``make test`` (a timeline of each worker,
-# 2026-12-02; the grader's files of 2026-12-03 scaled from a run under load 6, 527 s then for the 160 s
-# measured here; the site's of 2026-12-05 alone under load 5: 374 s, 310 of them axe-core on 60 pages in two
-# colour modes; the browser file's 2026-12-05 axe check of each lesson in JupyterLab, about 100 s more); the
-# others take a few seconds each. Only their order matters: xdist gives a worker its next file when the one it
-# runs is nearly done, so two long files handed out last would run one after the other.
-SECONDS = {
-    "tests/test_browser.py": 140, "tests/exercises/test_exercise_grading.py": 60,
-    "tests/exercises/test_grading_masters.py": 77, "tests/exercises/test_grader_signals.py": 12,
-    "tests/exercises/test_lending.py": 8,
-    "tests/test_notebook_runs.py": 45,
-    "notebooks/labs/04-postgres-baseline.ipynb": 650, "tests/test_browser_labs.py": 60,
-    "tests/site/test_site.py": 380, "tests/exercises/test_exercise_checks.py": 68,
-    "tests/exercises/test_lab_exercises.py": 31, "tests/retrieval/test_library_crosschecks.py": 29,
-    "notebooks/labs/03-rag-practice.ipynb": 28, "notebooks/labs/02-evaluation-chunks-and-dense.ipynb": 26,
-    "notebooks/labs/01-lexical-baseline.ipynb": 22, "tests/rag/test_lab04_database.py": 20,
-    "tests/exercises/test_exercise_browser.py": 20, "tests/exercises/test_grader_hostile.py": 49,
-}
-
-
-def readiness(nodeid: str) -> int:
-    """When a test can start: 0 at once, 1 after lab 02's texts, 2 after lab 04's, 3 after all of them."""
-    groups = needed_groups(nodeid)
-    return 3 if "all" in groups else 2 if "lab 04" in groups else 1 if "lab 02" in groups else 0
-
-
-def pytest_collection_modifyitems(config, items):
-    import os
-
-    if not os.environ.get(PREPARE_STATUS):
-        return
-    # Files in the order their tests can start (pytest-xdist hands out whole files, in this order: see
-    # pytest_configure), the longest first among equals (so that the last files handed out are short ones
-    # and the two workers finish together); inside a file, its tests in the order they can start.
-    files: dict[str, list] = {}
-    for item in items:
-        files.setdefault(item.nodeid.split("::")[0], []).append(item)
-    ranked = sorted(files.items(), key=lambda file: (max(readiness(i.nodeid) for i in file[1]),
-                                                     -SECONDS.get(file[0], 0), -len(file[1])))
-    items[:] = [item for _, group in ranked for item in sorted(group, key=lambda i: readiness(i.nodeid))]
-
-
 class PrepareGate:
-    """Holds back each test that needs embeddings until ``prepare`` has cached the groups it reads."""
+    """Holds back each test that waits for ``prepare`` (``waits_for``) until it has cached the groups named, and
+    each test marked ``ranx`` until ranx's functions are compiled."""
 
     def __init__(self, status: Path):
         self.status = status
@@ -293,12 +256,12 @@ class PrepareGate:
         import os
         import time
 
-        if "ranx" in item.nodeid:   # a test that calls ranx waits for its compile (any status: it can compile itself)
+        if item.get_closest_marker("ranx"):   # waits for the compile (any status: it can compile itself)
             ranx_done = Path(os.environ[RANX_STATUS])   # set with PREPARE_STATUS, which registers this gate
             deadline = time.monotonic() + PREPARE_WAIT
             while not ranx_done.exists() and time.monotonic() < deadline:
                 time.sleep(1)
-        groups = needed_groups(item.nodeid)
+        groups = waits_for(item)
         if not groups:
             return
         deadline = time.monotonic() + PREPARE_WAIT
@@ -377,8 +340,7 @@ def pytest_collection_finish(session):
     import sys
 
     if os.environ.get("RAGCOURSE_PREPARED") or os.environ.get(PREPARE_STATUS) \
-            or hasattr(session.config, "workerinput") or not any(needs_embeddings(item.nodeid)
-                                                                for item in session.items):
+            or hasattr(session.config, "workerinput") or not any(reads_plan(item) for item in session.items):
         return
     from ragcourse.cli.main import main
 
@@ -386,17 +348,3 @@ def pytest_collection_finish(session):
     if status:
         sys.exit(f"python -m ragcourse prepare failed with status {status}")
     os.environ["RAGCOURSE_PREPARED"] = "1"
-
-
-@pytest.fixture(scope="module")
-def database():
-    """One temporary embedded PostgreSQL for a whole test file (or $RAGCOURSE_DATABASE_URL's server).
-
-    It lives here rather than in ``tests/rag/conftest.py``: a second ``conftest`` module
-    shadows this one for the files that ``from conftest import`` its helpers.
-    """
-    from ragcourse.rag.database import open_database
-
-    db = open_database(temporary=True)
-    yield db
-    db.close()

@@ -1,6 +1,6 @@
 """The course's printed blocks appear verbatim, in order, in each lesson's stored outputs."""
 import pytest
-from conftest import ALL_LESSONS, blocks_in_order, documented_blocks, lesson_notebook, stored_stdout
+from support.notebooks import ALL_LESSONS, blocks_in_order, documented_blocks, lesson_notebook, stored_stdout
 
 
 def test_there_are_38_documented_blocks():

@@ -168,6 +168,7 @@ def test_a_descriptions_numbers_are_the_plotted_numbers():
     assert numbers_in("top-5 of 60, v2, 1e-05, ends at -0.05.") == ["5", "60", "1e-05", "-0.05"]
 
 
+@pytest.mark.notebooks
 def test_in_a_kernel_show_figure_replaces_plt_show(tmp_path):
     """In a real kernel with the inline backend: the same PNG as ``plt.show()``, one output, text = description."""
     import nbformat

@@ -3,7 +3,7 @@ import json
 import re
 
 import pytest
-from conftest import ALL_LESSONS, lesson_notebook
+from support.notebooks import ALL_LESSONS, lesson_notebook
 
 TIMING_KEYS = ("papermill", "execution", "ExecuteTime")
 

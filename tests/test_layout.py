@@ -146,7 +146,7 @@ def test_allowed_imports_pass():
 
 
 def test_the_tests_have_one_conftest():
-    """Test files ``from conftest import`` shared helpers; a second conftest.py would shadow the first.
+    """Fixtures live in ``tests/conftest.py``; a second conftest.py would shadow the first.
 
     pytest imports every conftest.py outside a package under the one module name ``conftest``,
     so which file that name means then depends on collection order (a fresh clone's CI failed so).
@@ -156,9 +156,46 @@ def test_the_tests_have_one_conftest():
     assert found == ["conftest.py"], f"move fixtures into tests/conftest.py, not {found}"
 
 
-def test_the_test_schedule_names_files_that_exist():
-    """conftest's SECONDS orders the longest files first; a renamed file would silently lose its place."""
-    from conftest import PROJECT_ROOT, SECONDS
+def imports_of_test_files(source: str) -> list[str]:
+    """The modules ``source`` imports that are test files, conftest, or helpers kept beside them (relative
+    imports, ``tests.*``, ``test_*``, ``*_support``) rather than in ``tests/support/``."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names.append("." * node.level + (node.module or ""))
+    return [name for name in names if name.startswith(".") or name.split(".")[0] in ("conftest", "tests")
+            or name.split(".")[0].startswith("test_") or name.split(".")[0].endswith("_support")]
 
-    missing = [path for path in SECONDS if not (PROJECT_ROOT / path).is_file()]
-    assert not missing, f"tests/conftest.py SECONDS names files that do not exist: {missing}"
+
+def test_no_test_file_imports_another_test_file_or_conftest():
+    """What two test files share lives in ``tests/support/`` (fixtures in ``conftest.py``): a test file that
+    imports another has that file's fixtures and constants under its own name, and depends on which
+    directories pytest put on ``sys.path``."""
+    tests = Path(__file__).parent
+    found = {path.relative_to(tests).as_posix(): wrong for path in sorted(tests.rglob("*.py"))
+             if "support" not in path.relative_to(tests).parts and (wrong := imports_of_test_files(path.read_text()))}
+    assert found == {}, f"import these from tests/support/ instead: {found}"
+
+
+@pytest.mark.parametrize("source, wrong", [
+    ("from test_browser import page", ["test_browser"]),
+    ("import conftest", ["conftest"]),
+    ("from .test_lab04_database import FakeEncoder", [".test_lab04_database"]),
+    ("from tests.support.database import SMALL", ["tests.support.database"]),
+    ("from cli_support import run_main", ["cli_support"]),
+    ("from support.database import SMALL\nimport ragcourse.rag\nfrom ragcourse import cli", []),
+], ids=["test file", "conftest", "relative", "tests package", "helper beside the tests", "support and package"])
+def test_an_import_of_a_test_file_is_seen(source, wrong):
+    assert imports_of_test_files(source) == wrong
+
+
+def test_every_lab_has_its_marks():
+    """``support.marks`` says what each lab's notebook and each lab's exercise set reads: a new lab needs a line."""
+    from ragcourse.batch.notebooks import lab_notebooks
+    from ragcourse.exercises.framework import EXERCISE_SETS, is_lab_set, set_number
+    from support.marks import EXERCISE_GROUPS, LAB_GROUPS
+
+    assert set(LAB_GROUPS) == set(lab_notebooks())
+    assert set(EXERCISE_GROUPS) == {set_number(name) for name in EXERCISE_SETS if is_lab_set(name)}

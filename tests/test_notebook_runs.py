@@ -9,7 +9,7 @@ four kinds of bad value are unit-tested on ``check_seed`` (``tests/lesson/test_t
 import json
 
 import pytest
-from conftest import ALL_LESSONS, lesson_notebook, stored_stdout
+from support.notebooks import ALL_LESSONS, lesson_notebook, stored_stdout
 
 pytestmark = pytest.mark.notebooks
 # The smallest and the largest SEED the lessons accept: the libraries of lesson 04 once took SEED as a
@@ -50,6 +50,7 @@ def edge_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", EDGE_SEEDS, ids=lambda s: f"seed{s}")
 @pytest.mark.parametrize("lesson", ALL_LESSONS, ids=lambda n: f"lesson{n:02d}")
 def test_runs_clean_at_the_smallest_and_largest_seed(edge_runs, lesson, seed):

@@ -16,12 +16,11 @@ import psutil
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from test_sweep_cluster import _alive, _kernel_processes
-
 from ragcourse.batch.forkserver import ForkServer, ForkedProcess, forking_provisioner, preload_modules
 from ragcourse.batch.kernels import KERNEL_NAME, kernel_environment, start_kernel
 from ragcourse.batch.notebooks import KERNELSPEC
 from ragcourse.batch.runner import Engine, Job
+from support.kernels import alive as process_alive, kernel_processes
 
 pytestmark = pytest.mark.notebooks  # kernels run: not part of `make test-fast`
 
@@ -34,14 +33,14 @@ WHO = ("import os, sys\n"
 
 def alive(pid: int) -> bool:
     try:
-        return _alive(psutil.Process(pid))
+        return process_alive(psutil.Process(pid))
     except psutil.NoSuchProcess:
         return False
 
 
 def kernels_left() -> list[psutil.Process]:
     """Descendants of this process that are kernels or a fork server, still running."""
-    return [process for process in _kernel_processes(psutil.Process()) if _alive(process)]
+    return [process for process in kernel_processes(psutil.Process()) if process_alive(process)]
 
 
 async def run_cells(kernel, sources: list[str]):

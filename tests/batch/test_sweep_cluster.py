@@ -27,6 +27,11 @@ from ragcourse.cli.main import main
 from ragcourse.batch import cluster
 from ragcourse.batch.notebooks import KERNELSPEC, NOTEBOOKS_DIR, PROJECT_ROOT
 from ragcourse.batch.sweep import MeasureRow, t_quantile
+from support.kernels import alive, kernel_processes
+
+# Clusters and kernels against deadlines (Ctrl-C within its wait, a scheduler that does not answer): under make test
+# the file runs once prepare has given the cores back.
+pytestmark = pytest.mark.timed
 
 LESSON_01 = NOTEBOOKS_DIR / "01-what-is-an-embedding.ipynb"
 SEEDS = "1,2"
@@ -78,6 +83,7 @@ def sweeps(lesson_folder, tmp_path_factory) -> dict:
             "environment": (environment, dict(os.environ))}
 
 
+@pytest.mark.notebooks
 def test_the_cluster_leaves_this_process_environment_as_it_found_it(sweeps):
     # Dask's nannies set MALLOC_TRIM_THRESHOLD_ (and thread counts) in the process that starts them; every
     # later child inherited it, and an embedded PostgreSQL started afterwards ran lab 04 15 times slower.
@@ -96,6 +102,7 @@ def table_of(printed: str) -> str:
     return "\n".join(lines[start:end + 1])
 
 
+@pytest.mark.notebooks
 def test_the_cluster_sweep_is_byte_identical_to_the_in_process_sweep(sweeps):
     here, _, printed_here, _ = sweeps["here"]
     there, _, printed_there, _ = sweeps["there"]
@@ -112,6 +119,7 @@ def test_the_cluster_sweep_is_byte_identical_to_the_in_process_sweep(sweeps):
     assert len(rows) == 8 and all(row.startswith("01,") and ",2," in row for row in rows[1:])
 
 
+@pytest.mark.notebooks
 def test_a_failing_run_is_named_with_lesson_seed_cell_and_error_and_the_rest_completes(sweeps):
     for place in ("here", "there"):
         out, status, printed, _ = sweeps[place]
@@ -125,6 +133,7 @@ def test_a_failing_run_is_named_with_lesson_seed_cell_and_error_and_the_rest_com
     assert not (there / "seed-1" / "notebooks" / LESSON_01.name).exists(), "successful notebooks stay on the worker"
 
 
+@pytest.mark.notebooks
 def test_the_cluster_sweep_writes_nothing_into_the_notebooks_folder(sweeps):
     assert sweeps["after"] == sweeps["before"]
 
@@ -195,26 +204,7 @@ def test_the_in_process_sweep_and_the_command_line_import_no_dask():
     assert done.stdout.strip() == "[]" and done.stderr == ""
 
 
-def _kernel_processes(root: psutil.Process) -> list[psutil.Process]:
-    """Descendants of ``root`` that are kernels or the kernel template (forked kernels keep its command line)."""
-    found = []
-    for child in root.children(recursive=True):
-        try:
-            line = " ".join(child.cmdline())
-        except psutil.Error:
-            continue
-        if "ipykernel" in line or "_template_main" in line:
-            found.append(child)
-    return found
-
-
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
+@pytest.mark.notebooks
 def test_ctrl_c_cancels_the_cluster_tasks_and_leaves_no_kernel_running(tmp_path):
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, once kernels run on the workers."""
     def own_group_default_sigint():
@@ -232,7 +222,7 @@ def test_ctrl_c_cancels_the_cluster_tasks_and_leaves_no_kernel_running(tmp_path)
         kernels: list[psutil.Process] = []
         while not kernels and time.monotonic() < deadline and sweep.poll() is None:
             time.sleep(0.1)
-            kernels = _kernel_processes(root)
+            kernels = kernel_processes(root)
         assert kernels, "no kernel started on the worker"
         os.killpg(sweep.pid, signal.SIGINT)
         _, err = sweep.communicate(timeout=60)
@@ -243,4 +233,4 @@ def test_ctrl_c_cancels_the_cluster_tasks_and_leaves_no_kernel_running(tmp_path)
     assert sweep.returncode == 130, err
     assert "interrupted: cancelled" in err and "seed tasks on local:1" in err
     time.sleep(0.5)
-    assert [k.pid for k in kernels if _alive(k)] == [], "every kernel was stopped"
+    assert [k.pid for k in kernels if alive(k)] == [], "every kernel was stopped"

@@ -147,6 +147,7 @@ def test_the_module_entry_point_exits_2_on_a_bad_lesson():
 
 
 # -- run -------------------------------------------------------------------------------
+@pytest.mark.notebooks
 def test_a_chosen_lesson_runs_alone_with_papermill_style_parameters(lesson_folder, tmp_path):
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "02-from-an-earlier-run.svg").write_text("<svg/>")  # stale: removed
@@ -171,6 +172,7 @@ def test_a_chosen_lesson_runs_alone_with_papermill_style_parameters(lesson_folde
     assert summary[1].split()[:2] == ["02", "ok"] and summary[1].split()[-1] == "02-tiny.svg"
 
 
+@pytest.mark.notebooks
 def test_a_failing_lesson_is_named_with_cell_and_error_and_the_others_still_run(full_run):
     status, text, out = full_run
     assert status == 1
@@ -187,6 +189,7 @@ def test_a_failing_lesson_is_named_with_cell_and_error_and_the_others_still_run(
     assert broken[6].get("outputs") == [], "cells after the error are not run"
 
 
+@pytest.mark.notebooks
 def test_run_at_the_course_seed_prints_what_the_shipped_notebook_stores(full_run, lesson_folder):
     _, _, out = full_run
     executed = outputs_of(out / "notebooks" / LESSON_01.name)
@@ -195,6 +198,7 @@ def test_run_at_the_course_seed_prints_what_the_shipped_notebook_stores(full_run
     assert [o for o in executed if o] == [o for o in stored if o]
 
 
+@pytest.mark.notebooks
 def test_forked_and_plainly_launched_kernels_give_the_same_outputs(full_run, tmp_path):
     _, _, out = full_run
     target = tmp_path / LESSON_01.name
@@ -207,6 +211,7 @@ def test_forked_and_plainly_launched_kernels_give_the_same_outputs(full_run, tmp
 
 
 # -- figures ---------------------------------------------------------------------------
+@pytest.mark.notebooks
 def test_figures_regenerates_byte_identical_files_and_replaces_only_figure_files(lesson_folder, full_run,
                                                                                 tmp_path):
     figures = tmp_path / "figures"
@@ -235,6 +240,7 @@ def test_figures_regenerates_byte_identical_files_and_replaces_only_figure_files
 
 
 # -- sweep -----------------------------------------------------------------------------
+@pytest.mark.notebooks
 def test_sweep_csv_holds_exactly_the_numbers_the_notebooks_recorded(tmp_path):
     folder = tmp_path / "notebooks"
     folder.mkdir()
@@ -270,6 +276,7 @@ def test_sweep_csv_holds_exactly_the_numbers_the_notebooks_recorded(tmp_path):
 
 
 # -- refresh ---------------------------------------------------------------------------
+@pytest.mark.notebooks
 def test_refresh_stores_clean_outputs_and_leaves_a_failing_notebook_untouched(tmp_path):
     tiny = tiny_figure_notebook(tmp_path / "02-tiny-figure.ipynb")
     broken = broken_notebook(tmp_path / "03-broken.ipynb")
@@ -288,6 +295,7 @@ def test_refresh_stores_clean_outputs_and_leaves_a_failing_notebook_untouched(tm
     assert not list(tmp_path.glob("*.svg")), "FIGURES_DIR stays None: no file written"
 
 
+@pytest.mark.notebooks
 def test_the_engine_runs_from_inside_a_running_event_loop(tmp_path):
     """A notebook cell or a Playwright session already runs a loop; the batch must still run."""
     import asyncio

@@ -10,8 +10,6 @@ import sys
 
 import pytest
 
-from cli_support import run_main
-
 from ragcourse.batch.contract import MAX_JOBS, CommandError, UsageError, jobs_value
 from ragcourse.batch.notebooks import PROJECT_ROOT
 from ragcourse.cli import main as cli_main
@@ -19,6 +17,7 @@ from ragcourse.cli.main import COMMANDS, build_parser, main
 from ragcourse.cli.selection import parse_lessons, parse_selection
 from ragcourse.cli import exercises as build
 from ragcourse.exercises.notebooks import STUDENT_DIR, student_path
+from support.cli import run_main
 
 PROG = "python -m ragcourse"
 LESSONS = {n: f"{n:02d}" for n in range(1, 17)}

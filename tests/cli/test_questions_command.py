@@ -5,11 +5,10 @@ import json
 
 import pytest
 
-from cli_support import run_main
-
 from ragcourse.cli.questions import SETS
 from ragcourse.corpus import queries
 from ragcourse.corpus.apidocs import load_corpus
+from support.cli import run_main
 
 
 def run(argv, capsys):

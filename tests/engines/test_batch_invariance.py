@@ -62,6 +62,10 @@ def plan_sample():
     return shared + others[:12], others[12:52], common
 
 
+# The real model, run hard, on caches of this file's own: under ``make test`` it waits for all of ``prepare`` (the
+# "all" of ``embeddings``) rather than slow it, and its first estimate, down.
+@pytest.mark.slow
+@pytest.mark.embeddings("all")
 def test_a_vector_does_not_depend_on_its_batch(plan_sample, tmp_path):
     from ragcourse.engines.dense import DenseEncoder, EmbeddingCache
 
@@ -86,6 +90,7 @@ def test_a_vector_does_not_depend_on_its_batch(plan_sample, tmp_path):
     assert rows == [len(sample)] * 3 and identical == [1, 1, 1]
 
 
+@pytest.mark.embeddings("all")
 def test_the_hazard_is_real_a_padded_batch_changes_the_bits(plan_sample):
     """What the rule prevents: the library's default (sort by length, pad each batch of 32 to its longest)
     gives some texts other bits than they get alone, so the test above could fail."""

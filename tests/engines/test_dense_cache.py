@@ -16,6 +16,7 @@ def encoder(tmp_path_factory):
     return DenseEncoder(EmbeddingCache(tmp_path_factory.mktemp("cache") / "embeddings.sqlite"))
 
 
+@pytest.mark.embeddings
 def test_unit_vectors_and_meaning(encoder):
     vectors = encoder.encode(TEXTS)
     assert vectors.shape == (4, DIMENSION)
@@ -25,6 +26,7 @@ def test_unit_vectors_and_meaning(encoder):
     assert int(np.argmax(vectors @ query)) == 0
 
 
+@pytest.mark.embeddings
 def test_a_second_run_embeds_nothing_and_a_new_text_only_itself(encoder):
     first = encoder.encode(TEXTS)
     assert encoder.last.embedded == 0 and encoder.last.distinct == 3
@@ -41,6 +43,7 @@ def test_cache_keys_include_model_and_revision(tmp_path):
     assert cache.get("m", "r2", ["k"]) == {} and list(cache.get("m", "r1", ["k"])) == ["k"]
 
 
+@pytest.mark.embeddings
 def test_token_counts_see_the_window(encoder):
     short, long = encoder.token_counts(["one two", "word " * 400])
     assert short == 4 and long > encoder.max_tokens == 256

@@ -16,6 +16,7 @@ def encoder(monkeypatch, tmp_path, route: str) -> DenseEncoder:
     return DenseEncoder(EmbeddingCache(tmp_path / f"{route}.sqlite"))
 
 
+@pytest.mark.embeddings
 def test_the_onnx_route_agrees_with_torch_and_is_cached_apart(monkeypatch, tmp_path):
     onnx, torch = encoder(monkeypatch, tmp_path, "onnx"), encoder(monkeypatch, tmp_path, "torch")
     assert onnx.route == "onnx" and torch.route == "torch"

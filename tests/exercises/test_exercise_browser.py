@@ -1,7 +1,7 @@
 """A student's path through an exercise notebook in JupyterLab, in headless Chromium.
 
-The server, the browser and the page come from ``tests/test_browser.py`` (its fixtures and
-scripts are imported, not copied): exercise set 01 as shipped is opened, restarted and run
+The server, the browser and the page are ``tests/test_browser.py``'s (the fixtures in ``conftest.py``,
+the scripts in ``support.browser``): exercise set 01 as shipped is opened, restarted and run
 top to bottom (no error, every check "not done yet"); then a wrong ``keyword_score`` (repeats
 counted) is typed into its answer cell and run with Shift+Enter, and Shift+Enter on the check
 cell below must show "not passed yet" with what was tried, expected and got; then the correct
@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_browser import (FIND_PANEL, LESSON_OPEN_MS, LESSON_RUN_MS, NOTEBOOK_STATE, RUN_FINISHED,  # noqa: F401
-                          SCROLL_TO_TEXT, SHUT_DOWN, START_RESTART_RUN_ALL, _screenshot, _settle, chromium,
-                          lab_server, page, sync_playwright_api)
 
-pytestmark = pytest.mark.browser
+from support.browser import (FIND_PANEL, LESSON_OPEN_MS, LESSON_RUN_MS, NOTEBOOK_STATE, RUN_FINISHED, SCROLL_TO_TEXT,
+                             SHUT_DOWN, START_RESTART_RUN_ALL, screenshot, settle)
+
+pytestmark = [pytest.mark.browser, pytest.mark.timed]
 
 NAME = "01-what-is-an-embedding"
 PATH = f"notebooks/exercises/{NAME}.ipynb"
@@ -80,16 +80,16 @@ def test_typing_an_answer_makes_its_check_pass(lab_server, page):
                 assert "expected:" in shown and "got:" in shown and "hint:" in shown, shown
                 assert "set(tokenize" not in shown, "the message must not show the solution"
                 if page.evaluate(SCROLL_TO_TEXT, NOT_YET):
-                    _settle(page)
-                    _screenshot(page, f"exercises-{NAME}-wrong-first")
+                    settle(page)
+                    screenshot(page, f"exercises-{NAME}-wrong-first")
         assert page.evaluate(CELL_TEXT, answer)["source"] == ANSWER, "the editor changed what was typed"
         print(f"check passed {time.monotonic() - started:.1f} s after Shift+Enter")
         if page.evaluate(SCROLL_TO_TEXT, PASSED):
-            _settle(page)
-            _screenshot(page, f"exercises-{NAME}-passed")
+            settle(page)
+            screenshot(page, f"exercises-{NAME}-passed")
     except BaseException:
         try:
-            _screenshot(page, f"exercises-{NAME}-FAILED")
+            screenshot(page, f"exercises-{NAME}-FAILED")
             print(f"server log tail:\n{lab_server.log()}")
         except Exception as error:
             print(f"no failure screenshot: {error}")

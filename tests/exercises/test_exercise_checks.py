@@ -13,13 +13,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from exercise_support import answers, assert_every_build_rejects_two, assert_mistake_rejected, short
-
 from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, NOT_DONE, PASSED, is_lab_set, load_set
 from ragcourse.retrieval.fusion import reciprocal_rank_fusion
 from ragcourse.retrieval.index import rank_candidates
 from ragcourse.world.embedding import cosine, dot, length
 from ragcourse.world.text import tokenize
+from support.exercises import answers, assert_every_build_rejects_two, assert_mistake_rejected, short
+from support.marks import by_exercise_set
 
 SETS = list(EXERCISE_SETS)
 FIRST_SIX = [name for name in SETS if not is_lab_set(name) and int(name[:2]) <= 6]  # the sets whose mutations this file lists
@@ -27,21 +27,21 @@ QUESTIONS = [(name, q.key) for name in SETS for q in load_set(name).questions]
 IDS = [f"{short(n)}-{k}" for n, k in QUESTIONS]
 
 
-@pytest.mark.parametrize("name, key", QUESTIONS, ids=IDS)
+@pytest.mark.parametrize("name, key", by_exercise_set(QUESTIONS), ids=IDS)
 def test_the_blank_is_not_done_yet(name, key):
     verdict = load_set(name).verdict(key, *answers("students", name, key))
     assert verdict.status == NOT_DONE and verdict.points == 0, verdict.text()
     assert "Traceback" not in verdict.text()
 
 
-@pytest.mark.parametrize("name, key", QUESTIONS, ids=IDS)
+@pytest.mark.parametrize("name, key", by_exercise_set(QUESTIONS), ids=IDS)
 def test_the_solution_passes(name, key):
     verdict = load_set(name).verdict(key, *answers("masters", name, key))
     assert verdict.status == PASSED and verdict.points == verdict.max_points > 0, verdict.text()
 
 
 @pytest.mark.parametrize("placeholder", [..., None], ids=["ellipsis", "none"])
-@pytest.mark.parametrize("name, key", QUESTIONS, ids=IDS)
+@pytest.mark.parametrize("name, key", by_exercise_set(QUESTIONS), ids=IDS)
 def test_placeholders_and_not_implemented_are_not_done(name, key, placeholder):
     def unfinished(*args):
         raise NotImplementedError
@@ -262,7 +262,7 @@ def test_the_asked_number_is_never_revealed():
 
 # ---------------------------------------------------------------- predictions
 
-@pytest.mark.parametrize("name", SETS)
+@pytest.mark.parametrize("name", by_exercise_set(SETS))
 def test_a_prediction_shows_the_measurement_once_answered(name):
     exercise_set = load_set(name)
     question = next(q for q in exercise_set.questions if q.kind == "predict")

@@ -10,10 +10,7 @@ that the two long runs can go to different workers.
 from __future__ import annotations
 
 import argparse
-import csv
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
@@ -21,25 +18,10 @@ import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR, PROJECT_ROOT
 from ragcourse.exercises.framework import EXERCISE_SETS, load_set
-from ragcourse.exercises.grading import CSV_COLUMNS
 from ragcourse.exercises.notebooks import STUDENT_DIR, student_path
-
-pytestmark = pytest.mark.notebooks  # kernels run: not part of `make test-fast`
+from support.exercises import JOBS, grade, rows
 
 LOOP_SECONDS = 5
-JOBS = "2"  # two kernels at a time: the runs take half as long on two cores
-
-
-def grade(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ragcourse", "grade", *arguments], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=600)
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        assert tuple(reader.fieldnames) == CSV_COLUMNS
-        return list(reader)
 
 
 def with_cell(name: str, source: str, at: int, answers: dict[str, str]):
@@ -90,6 +72,10 @@ def sections(stdout: str) -> dict[str, str]:
     return blocks
 
 
+@pytest.mark.notebooks
+@pytest.mark.slow
+@pytest.mark.embeddings("all")
+@pytest.mark.database
 def test_the_shipped_student_versions_pass_nothing(submissions):
     done, table = submissions
     assert done.returncode == 0, done.stderr
@@ -101,6 +87,10 @@ def test_the_shipped_student_versions_pass_nothing(submissions):
         assert blocks[f"{name}.ipynb"].count("not done yet") == len(load_set(name).questions), blocks[f"{name}.ipynb"]
 
 
+@pytest.mark.notebooks
+@pytest.mark.slow
+@pytest.mark.embeddings("all")
+@pytest.mark.database
 def test_odd_submissions_are_named_and_the_rest_graded(submissions):
     done, table = submissions
     by_file: dict[str, list] = {}
@@ -118,6 +108,8 @@ def test_odd_submissions_are_named_and_the_rest_graded(submissions):
     assert f"{len(EXERCISE_SETS) + 1} notebooks graded, 2 not graded" in done.stdout
 
 
+@pytest.mark.timed   # --timeout 5 for both notebooks: the one that does not loop must be graded within it
+@pytest.mark.notebooks
 def test_a_looping_notebook_is_stopped_and_the_next_one_graded(looping):
     done, table = looping
     assert done.returncode == 0, done.stderr

@@ -14,14 +14,13 @@ from collections import Counter
 
 import pytest
 
-from exercise_support import answers, assert_every_build_rejects_two, assert_mistake_rejected
-
 from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, is_lab_set, load_set
 from ragcourse.retrieval.chunking import token_windows
 from ragcourse.retrieval.pipeline import is_relevant, link_instruction, link_prompt
 from ragcourse.world.llm import ConceptLinker
 from ragcourse.world.sources import is_continuation
 from ragcourse.world.text import tokenize
+from support.exercises import answers, assert_every_build_rejects_two, assert_mistake_rejected
 
 SETS = [name for name in EXERCISE_SETS if not is_lab_set(name) and 7 <= int(name[:2]) <= 11]
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import pytest
 
-from exercise_support import answers, assert_every_build_rejects_two, assert_mistake_rejected
-
 from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, is_lab_set, load_set
 from ragcourse.world.prompts import ANSWER_INSTRUCTION, answer_prompt
 from ragcourse.world.table_source import CELL_SEPARATOR
 from ragcourse.world.text import tokenize
+from support.exercises import answers, assert_every_build_rejects_two, assert_mistake_rejected
 
 SETS = [name for name in EXERCISE_SETS if not is_lab_set(name) and 12 <= int(name[:2]) <= 16]
 

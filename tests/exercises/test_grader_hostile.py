@@ -23,11 +23,11 @@ import psutil
 import pytest
 
 from ragcourse.batch.notebooks import PROJECT_ROOT
-from ragcourse.exercises.notebooks import master_path, student_path
+from ragcourse.exercises.notebooks import student_path
+from support.exercises import SET, notebook
 
-pytestmark = pytest.mark.notebooks  # kernels run: not part of `make test-fast`
+pytestmark = [pytest.mark.notebooks, pytest.mark.timed, pytest.mark.slow]  # grading runs, with deadlines
 
-SET = "01-what-is-an-embedding"
 TIMEOUT = 20           # --timeout: per notebook and per question
 SLOW = 3600            # seconds the slow answer would sleep
 
@@ -95,17 +95,6 @@ def copied(folder: Path, name: str) -> Path:
         for start, source in COPY_REFERENCE.items():
             if cell.cell_type == "code" and cell.source.startswith(start):
                 cell.source = source
-    path = folder / name
-    nbformat.write(nb, path)
-    return path
-
-
-def notebook(base: str, extra: str, folder: Path, name: str) -> Path:
-    """Lesson 01's master or student version with ``extra`` as a code cell after its first three."""
-    nb = nbformat.read(master_path(SET) if base == "master" else student_path(SET), as_version=4)
-    position = 4 if "keyword_score" not in extra else next(
-        i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("def keyword_score"))
-    nb.cells.insert(position, nbformat.v4.new_code_cell(extra))
     path = folder / name
     nbformat.write(nb, path)
     return path

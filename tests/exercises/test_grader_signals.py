@@ -23,11 +23,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from test_grader_hostile import notebook
-
 from ragcourse.batch.notebooks import PROJECT_ROOT
+from support.exercises import notebook
 
-pytestmark = pytest.mark.notebooks  # kernels run: not part of `make test-fast`
+pytestmark = [pytest.mark.notebooks, pytest.mark.timed]  # kernels run, with deadlines
 
 SLEEPER = """
 import subprocess, sys, time

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from test_exercise_grading import JOBS, grade, rows
-
 from ragcourse.exercises.framework import EXERCISE_SETS, load_set
+from support.exercises import JOBS, grade, rows
 
-pytestmark = pytest.mark.notebooks  # kernels run: not part of `make test-fast`
+# kernels run, every master (labs 02-04's read the embeddings, lab 04's starts PostgreSQL) for about a minute
+pytestmark = [pytest.mark.notebooks, pytest.mark.slow, pytest.mark.embeddings("all"), pytest.mark.database]
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exercise_support import assert_every_build_rejects_two, assert_mistake_rejected
-
 from ragcourse.engines.dense import dense_ranking
 from ragcourse.engines.lexical import LexicalIndex, lexical_tokens
 from ragcourse.engines.retrievers import Bm25Retriever, HybridRetriever, collapse, measure
@@ -31,6 +29,8 @@ from ragcourse.exercises.framework import EXERCISE_SETS, FAILED, is_lab_set, loa
 from ragcourse.exercises.labs import lab01, lab02, lab03
 from ragcourse.exercises.notebooks import MASTER_ONLY_TAG, describe_notebook, student_path
 from ragcourse.rag.store import Check
+from support.exercises import assert_every_build_rejects_two, assert_mistake_rejected
+from support.marks import EXERCISE_GROUPS, by_exercise_set
 
 LABS = [name for name in EXERCISE_SETS if is_lab_set(name)]
 L1, L2, L4 = "lab01-lexical-baseline", "lab02-evaluation-chunks-and-dense", "lab04-postgres-baseline"
@@ -258,7 +258,7 @@ MUTATIONS = [  # (exercise set, question, the mistake, a wrong answer that makes
 ]
 
 
-@pytest.mark.parametrize("name, key, mistake, wrong, hint", MUTATIONS,
+@pytest.mark.parametrize("name, key, mistake, wrong, hint", by_exercise_set(MUTATIONS),
                          ids=[f"{n[:5]}-{k}-{m.replace(' ', '_')}" for n, k, m, _, _ in MUTATIONS])
 def test_a_realistic_mistake_is_rejected_with_a_useful_message(name, key, mistake, wrong, hint):
     assert_mistake_rejected(name, key, mistake, wrong, hint)
@@ -268,12 +268,12 @@ def test_every_lab_build_question_rejects_at_least_two_mistakes():
     assert_every_build_rejects_two(LABS, MUTATIONS)
 
 
-@pytest.mark.parametrize("name, key, wrong", [
+@pytest.mark.parametrize("name, key, wrong", by_exercise_set([
     (L1, "q3", lambda q, c, k: [(cid, float("nan")) for cid, _ in lab01.reference_search(q, c, k)]),
     (L2, "q1", lambda texts: (lambda idf, vectors: ({t: float("nan") for t in idf}, vectors))(*_lab02_fit(texts))),
     (L2, "q1", lambda texts: (lambda idf, vectors: (idf, [{t: float("nan") for t in v} for v in vectors]))(
         *_lab02_fit(texts))),
-], ids=["lab01-nan-scores", "lab02-nan-idf", "lab02-nan-weights"])
+]), ids=["lab01-nan-scores", "lab02-nan-idf", "lab02-nan-weights"])
 def test_a_number_that_is_not_a_number_fails(name, key, wrong):
     """NaN is off by any tolerance: right ids with NaN scores, or NaN weights, fail (abs(nan - x) > t is False)."""
     verdict = load_set(name).verdict(key, wrong)
@@ -282,14 +282,14 @@ def test_a_number_that_is_not_a_number_fails(name, key, wrong):
 
 # ---------------------------------------------------------------- other correct answers pass
 
-@pytest.mark.parametrize("name, key, answer", [
+@pytest.mark.parametrize("name, key, answer", by_exercise_set([
     (L1, "q3", lambda q, c, k: [(h.chunk.chunk_id, h.score) for h in LexicalIndex(c).search(q, k)]),
     (L4, "q2", lambda: ["CREATE POLICY {policy} ON {s}.%s AS PERMISSIVE FOR ALL TO {role} USING (tenant = {tenant})"
                         % t for t in ("sources", "chunks")]),
     (L3, "q1", lambda questions, chunks, pages, k: lab03.reference_labels(questions, chunks, pages, k)),
     (L3, "q3", lambda bm25, dense, text, constant: [h.doc_id for h in HybridRetriever(bm25, dense, constant).search(text)]),
     (L3, "q3", lambda bm25, dense, text, constant: _lab03_fusion(bm25, dense, text, constant)),
-], ids=["package-index", "for-all-policy", "lab03-reference-labels", "lab03-hybrid-retriever", "lab03-by-hand"])
+]), ids=["package-index", "for-all-policy", "lab03-reference-labels", "lab03-hybrid-retriever", "lab03-by-hand"])
 def test_other_correct_answers_pass(name, key, answer):
     verdict = load_set(name).verdict(key, answer)
     assert verdict.passed, verdict.text()
@@ -297,11 +297,11 @@ def test_other_correct_answers_pass(name, key, answer):
 
 # ---------------------------------------------------------------- measure it: typed-in numbers fail
 
-@pytest.mark.parametrize("name, key, typed", [
+@pytest.mark.parametrize("name, key, typed", by_exercise_set([
     (L1, "q2", lambda: lab01.side_report(lab01.SMALLER)),
     (L2, "q2", lambda: (lab02.setup_scores("dense", "chunked")["recall@5"], lab02.setup_scores("dense", "chunked")["mrr"])),
     (L3, "q2", lambda: lab03.bakeoff_row(lab03.ASKED_CHARS)),
-], ids=["lab01", "lab02", "lab03"])
+]), ids=["lab01", "lab02", "lab03"])
 def test_a_number_typed_in_fails(name, key, typed):
     answer = typed()
     verdict = load_set(name).verdict(key, lambda *args: answer)
@@ -317,6 +317,7 @@ def test_lab03_own_questions_are_checked(bad):
     assert good[0].qid == "my1" and good[0].relevant == ("numpy.sort",)
 
 
+@pytest.mark.embeddings(*EXERCISE_GROUPS[3])   # the five self-checks are measured on lab 03's subset
 def test_lab03_predictions_need_all_five_and_explain_each():
     exercise_set = load_set(L3)
     assert exercise_set.verdict("q4", ...).status == "not done yet"
@@ -329,6 +330,7 @@ def test_lab03_predictions_need_all_five_and_explain_each():
         assert "measured:" not in exercise_set.verdict("q4", typo).text()
 
 
+@pytest.mark.database
 def test_a_bad_statement_fails_cleanly_and_the_database_is_gone(tmp_path, monkeypatch):
     """A statement PostgreSQL rejects is reported as such; no scratch folder or server outlives the check."""
     # A temporary folder of its own: another test's check may be running beside this one (pytest-xdist).

@@ -19,6 +19,8 @@ from ragcourse.exercises.labs import lab04
 from ragcourse.exercises.lending import ReadOnlyIndex, Rows
 from ragcourse.rag.ingest import ChunkPolicy
 
+pytestmark = pytest.mark.database   # lab04.scratch_index starts PostgreSQL
+
 GAPS = "SELECT s.path FROM {s}.sources s JOIN {s}.chunks c USING (source_id) GROUP BY s.path " \
        "HAVING count(*) <> max(c.ordinal) + 1 ORDER BY s.path"
 
@@ -151,6 +153,7 @@ def ordinal_gaps(index):
 '''
 
 
+@pytest.mark.timed
 @pytest.mark.notebooks   # a kernel runs: not part of `make test-fast`
 def test_a_submission_cannot_write_through_its_handle(tmp_path):
     """In a real kernel, ordinal_gaps tries each write above through the lent view: none gets through, it passes."""

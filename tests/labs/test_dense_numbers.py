@@ -25,6 +25,8 @@ from ragcourse.corpus.queries import judged_questions, judgements, self_retrieva
 from ragcourse.engines.retrievers import DenseRetriever, measure, run_questions
 from ragcourse.retrieval.metrics import hit_at_k, mean_measure
 
+pytestmark = pytest.mark.embeddings("questions", "lab 02")   # lab 02's questions and windows, embedded
+
 LAB = NOTEBOOKS_DIR / "labs" / "02-evaluation-chunks-and-dense.ipynb"
 SELF_QUERIES_TOLERATED, JUDGED_TOLERATED = 2, 1
 

@@ -42,6 +42,7 @@ def test_bad_constant_and_depth_name_the_parameter():
         rrf([[0, 1]], depth=0)
 
 
+@pytest.mark.ranx
 @pytest.mark.parametrize("depth", [None, 10, 30])
 def test_equals_ranx_rrf(depth):
     """ranx.fuse(method="rrf", k=60) over the same (truncated) runs: same scores within 1e-12, same order."""

@@ -13,7 +13,7 @@ import json
 
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import describe_series, numbers_not_plotted
-from conftest import stored_figure_description
+from support.notebooks import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[1]
 

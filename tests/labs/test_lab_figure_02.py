@@ -16,7 +16,7 @@ import re
 
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import VALUES_CLASS, describe_series, numbers_not_plotted
-from conftest import stored_figure_description
+from support.notebooks import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[2]
 SETUPS = [("tfidf", "whole"), ("tfidf", "chunked"), ("dense", "whole"), ("dense", "chunked")]

@@ -16,7 +16,7 @@ import re
 
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
-from conftest import described_figure
+from support.notebooks import described_figure
 
 NOTEBOOK = lab_notebooks()[3]
 FIGURE_CELL = '"03-bake-off-and-steps"'

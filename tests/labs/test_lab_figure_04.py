@@ -17,7 +17,7 @@ from pathlib import Path
 from ragcourse.batch.notebooks import lab_notebooks
 from ragcourse.lesson.figures import describe_bars, describe_series, numbers_not_plotted
 from ragcourse.rag.pipeline import STAGES
-from conftest import stored_figure_description
+from support.notebooks import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[4]
 FIGURE = '"04-stages-and-reader"'

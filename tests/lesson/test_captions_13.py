@@ -26,7 +26,7 @@ from ragcourse.world.embedding import EmbeddingModel
 from ragcourse.world.llm import ChunkAnswerer
 from ragcourse.world.prompts import ANSWER_INSTRUCTION
 from ragcourse.world.text import tokenize
-from conftest import stored_figure_description
+from support.notebooks import stored_figure_description
 
 NOTEBOOK = lesson_notebooks()[13]
 LAYOUTS = ("head", "middle", "tail")

@@ -18,7 +18,7 @@ from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks
 from ragcourse.world.embedding import EmbeddingModel
 from ragcourse.world.llm import ClassPriorGenerator
-from conftest import stored_figure_description
+from support.notebooks import stored_figure_description
 
 NOTEBOOK = lesson_notebooks()[14]
 BOXES = ("right+right", "right+wrong", "wrong+right", "wrong+wrong")

@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+# MiniLM's weights under a seeded head, run on pairs of its own: under ``make test`` it waits for all of ``prepare``
+# rather than slow it down (the "all" of ``embeddings``).
+pytestmark = pytest.mark.embeddings("all")
+
 
 @pytest.fixture(scope="module")
 def reranker(tmp_path_factory):

@@ -18,33 +18,7 @@ import pytest
 from ragcourse.rag.ingest import WINDOW_TOKENS, ChunkPolicy
 from ragcourse.rag.search import LEXICAL, check_question, full_text, name_terms
 from ragcourse.rag.store import PgIndex
-from test_lab04_database import SMALL, FakeEncoder, schema_name, write_corpus
-
-PAGES = {
-    "numpy.linalg.solve.md": "# numpy.linalg.solve\n\nSolve a linear matrix equation, or system of linear scalar "
-                             "equations.\n\nSee numpy.linalg.solve for the exact solution.\n",
-    "numpy.where.md": "# numpy.where\n\nReturn elements chosen from x or y depending on condition. Use np.where "
-                      "with a mask.\n",
-    "numpy.fft.fftshift.md": "# numpy.fft.fftshift\n\nShift the zero-frequency component to the center of the "
-                             "spectrum.\n",
-    "numpy.sum.md": "# numpy.sum\n\nSum of array elements over a given axis. The sum of an empty array is zero.\n",
-    "numpy.mean.md": "# numpy.mean\n\nCompute the arithmetic mean along the specified axis. The mean of the "
-                     "array elements, the sum divided by the count.\n",
-    "numpy.all.md": "# numpy.all\n\nTest whether all array elements along a given axis evaluate to True.\n",
-}
-WHOLE_PAGE = ChunkPolicy("sentences", size=4000, overlap=0, unit="characters")   # one chunk a page
-
-
-@pytest.fixture(scope="module")
-def pages(database, tmp_path_factory):
-    root = write_corpus(tmp_path_factory.mktemp("names"), PAGES)
-    index = PgIndex(database, schema="t_full_text_names", policy=WHOLE_PAGE, encoder=FakeEncoder())
-    index.drop()
-    index.refresh(root)
-    yield index
-    index.drop()
-    index.close()
-
+from support.database import PAGES, SMALL, WHOLE_PAGE, FakeEncoder, schema_name, write_corpus
 
 def found(index: PgIndex, question: str, lexical: str, tenant: str = "public") -> list[str]:
     return [sp.passage.doc_id for sp in full_text(index, question, 10, tenant, lexical)]

@@ -28,7 +28,7 @@ from psycopg import sql
 
 from ragcourse.rag.search import LEXICAL, full_text, full_text_statement
 from ragcourse.rag.store import PgIndex
-from test_full_text_names import pages  # noqa: F401 (the whole-page index fixture, shared)
+
 
 GIN_INDEX = {"english": "chunks_search_text", "names": "chunks_code_text", "bm25": "chunks_code_text"}
 QUESTION = "np.where with a mask over the array elements"

@@ -43,6 +43,8 @@ def fresh(made, tmp_path) -> Generator:
     return other
 
 
+@pytest.mark.slow
+@pytest.mark.generator
 def test_an_answer_is_the_same_alone_and_among_other_prompts(made, tmp_path):
     prompts = [made.prompt(q, PASSAGES[:1 + i % 2]) for i, q in enumerate(QUESTIONS)]
     shared = [group for group in gen.passes(prompts) if len({p.tokens for p in group}) > 1]
@@ -61,6 +63,7 @@ def test_an_answer_is_the_same_alone_and_among_other_prompts(made, tmp_path):
     assert moved[len(group)].text == texts[prompts.index(group[0])]
 
 
+@pytest.mark.generator
 def test_passes_group_prompts_by_bucket_in_fixed_shapes(made):
     prompts = [made.prompt(q, PASSAGES[:1 + i % 2]) for i, q in enumerate(QUESTIONS * 5)]
     made_passes = list(gen.passes(prompts))
@@ -73,6 +76,7 @@ def test_passes_group_prompts_by_bucket_in_fixed_shapes(made):
         made._decode_pass(prompts[:gen.BATCH + 1])
 
 
+@pytest.mark.generator
 def test_answers_come_back_from_the_cache_and_the_key_holds_the_settings(made, tmp_path):
     one = fresh(made, tmp_path)
     prompt = one.prompt(QUESTIONS[0], PASSAGES)
@@ -92,6 +96,7 @@ def test_answers_come_back_from_the_cache_and_the_key_holds_the_settings(made, t
             setattr(gen, name, before)
 
 
+@pytest.mark.generator
 def test_streamed_text_is_the_answer(made, tmp_path):
     one = fresh(made, tmp_path)
     pieces: list[str] = []
@@ -99,6 +104,8 @@ def test_streamed_text_is_the_answer(made, tmp_path):
     assert "".join(pieces).strip() == generation.text == answer.text
 
 
+@pytest.mark.slow
+@pytest.mark.generator
 def test_the_converted_weights_compute_what_the_gguf_file_does(made):
     import torch
     import transformers
@@ -111,6 +118,7 @@ def test_the_converted_weights_compute_what_the_gguf_file_does(made):
         assert torch.equal(original(input_ids=ids).logits, made.model(input_ids=ids).logits)
 
 
+@pytest.mark.generator
 def test_a_prompt_too_long_for_the_window_loses_whole_passages_and_counts_them(made):
     long = [passage(f"numpy.p{i}", "array " * 2000, i) for i in range(6)]   # about 2,000 tokens each
     prompt = made.prompt(QUESTIONS[0], long)

@@ -26,96 +26,13 @@ from ragcourse.rag import store as store_module
 from ragcourse.rag.pipeline import STAGES, Pipeline as Baseline
 from ragcourse.rag.database import URL_VARIABLE, DatabaseUnavailable, open_database
 from ragcourse.rag.health import CHECKS, WINDOW
-from ragcourse.engines.dense import DIMENSION, EncodeStats
 from ragcourse.rag.ingest import ChunkPolicy
 from ragcourse.rag.store import PgIndex, counts_by_tenant
 from ragcourse.rag.search import (MAX_QUESTION_CHARS, candidates, check_question, dense, full_text, or_query,
                                      query_terms)
-
-WORD = re.compile(r"\w+")
-SMALL = ChunkPolicy("sentences", size=60, overlap=0, unit="characters")   # about one sentence a chunk: several chunks a file
-
-CORPUS = {
-    "alpha.md": "# Walruses\n\nThe walrus eats clams on the sea floor. Walruses haul out on the ice.\n\n"
-                "## Tusks\n\nTusks help a walrus climb out of the water.\n",
-    "beta.txt": "Volcanoes erupt lava and ash. The magma chamber below a volcano refills slowly.\n",
-    "notes/2023-01-02-oysters.md": "Oysters filter the water of the bay. An oyster reef protects the coast.\n",
-    "notes/lighthouse.md": "date: 2024-05-01\n\nThe lighthouse keeper polished the lens every night. "
-                           "Ships saw the beam far out at sea.\n",
-    "private/vault.md": "# Vault\n\nThe zebra codebook is kept in the vault. A walrus guards the vault door.\n",
-    "private/volcano-plan.txt": "The volcano observatory keeps the zebra code. Lava samples stay in the vault.\n",
-}
-TENANT_B_FILES = {"private/vault.md", "private/volcano-plan.txt"}
-TENANT_A_FILES = set(CORPUS) - TENANT_B_FILES
-
-
-def two_tenants(path: str) -> str:
-    """Files under private/ belong to tenant b, every other file to tenant a."""
-    return "b" if path.startswith("private/") else "a"
-
-
-class FakeEncoder:
-    """Deterministic stand-in for DenseEncoder: 384-dim float32 unit vectors, no model.
-
-    Each word maps to a fixed Gaussian direction (seeded by its sha256); a text is the
-    normalised sum of its words, so texts sharing words are close. ``calls`` counts encodes.
-    """
-
-    def __init__(self, revision: str = "fake-1"):
-        self.revision = revision
-        self.last = EncodeStats()
-        self.calls = 0
-        self._words: dict[str, np.ndarray] = {}
-
-    def _word(self, word: str) -> np.ndarray:
-        if word not in self._words:
-            seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
-            self._words[word] = np.random.default_rng(seed).standard_normal(DIMENSION).astype(np.float32)
-        return self._words[word]
-
-    def encode(self, texts) -> np.ndarray:
-        texts = list(texts)
-        self.calls += 1
-        rows = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        for row, text in zip(rows, texts):
-            for word in WORD.findall(text.lower()):
-                row += self._word(word)
-            if not row.any():
-                row[0] = 1.0
-        self.last = EncodeStats(len(texts), len(set(texts)), len(texts))
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
-
-    def token_counts(self, texts) -> list[int]:
-        return [len(t.split()) for t in texts]
-
-
-def write_corpus(root: Path, files: dict[str, str | bytes]) -> Path:
-    """Write ``files`` (relative path -> text or bytes) under ``root``; ``root``."""
-    for relative, content in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
-
-
-def schema_name(test_name: str) -> str:
-    """A valid, unique schema for a test: ``t_`` + its name squeezed to [a-z0-9_] + a short hash."""
-    squeezed = re.sub(r"[^a-z0-9_]+", "_", test_name.lower())[:40]
-    return f"t_{squeezed}_{hashlib.sha1(test_name.encode()).hexdigest()[:8]}"
-
-
-def owner_rows(index: PgIndex, statement: str, params=()) -> list[tuple]:
-    """Rows of ``statement`` (``{s}`` = the schema) as the table owner: row-level security does not apply."""
-    with index.connection.transaction():
-        return index.connection.execute(index.sql(statement), params).fetchall()
-
-
-def owner_execute(index: PgIndex, statement: str, params=()) -> None:
-    with index.connection.transaction():
-        index.connection.execute(index.sql(statement), params)
+from support.database import (CORPUS, HEALTH_FAULTS, SMALL, TENANT_A_FILES, TENANT_B_FILES, FakeEncoder,
+                              break_into_directory, file_deleted, file_edited, file_replaced_by_directory, owner_rows,
+                              schema_name, two_tenants, write_corpus)
 
 
 def chunk_rows(index: PgIndex, path: str) -> list[tuple]:
@@ -475,11 +392,6 @@ def test_a_deleted_file_loses_its_rows(make_index, corpus):
     assert index.health(corpus).passed
 
 
-def break_into_directory(path: Path) -> None:
-    path.unlink()
-    path.mkdir()
-
-
 def break_encoding(path: Path) -> None:
     path.write_bytes(b"\xff\xfe broken " + path.read_bytes())
 
@@ -651,7 +563,7 @@ def term_statistics(index: PgIndex) -> tuple[list, list]:
 CHILD = """
 import os, signal, sys
 sys.path.insert(0, {tests!r})
-from test_lab04_database import SMALL, FakeEncoder
+from support.database import SMALL, FakeEncoder
 from ragcourse.rag.database import open_database
 from ragcourse.rag.store import PgIndex
 
@@ -680,7 +592,7 @@ def test_a_process_killed_half_way_through_a_source_leaves_its_old_rows(database
     beta_before = (chunk_rows(index, "beta.txt"), source_row(index, "beta.txt"))
     die_at = change_two_sources(corpus)
     script = tmp_path / "child.py"
-    script.write_text(CHILD.format(tests=str(Path(__file__).parent)))
+    script.write_text(CHILD.format(tests=str(Path(__file__).parents[1])))
     child = subprocess.run([sys.executable, str(script), index.schema, str(corpus), str(die_at)],
                            env={**os.environ, URL_VARIABLE: database.uri}, capture_output=True, text=True,
                            timeout=60)
@@ -691,66 +603,7 @@ def test_a_process_killed_half_way_through_a_source_leaves_its_old_rows(database
 
 
 # ---------------------------------------------------------------- 6. health checks, each tripped by one fault
-
-def orphan_chunk(index: PgIndex, corpus: Path) -> None:
-    (constraint,), = owner_rows(index, "SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass "
-                                       "AND contype = 'f'", [f"{index.schema}.chunks"])
-    owner_execute(index, f"ALTER TABLE {{s}}.chunks DROP CONSTRAINT {constraint}")
-    owner_execute(index, "INSERT INTO {s}.chunks (source_id, ordinal, start_char, end_char, text, content_hash, "
-                         "chunker, embedding_version, tenant, embedding) SELECT 999999, ordinal, start_char, end_char, "
-                         "text, content_hash, chunker, embedding_version, tenant, embedding FROM {s}.chunks LIMIT 1")
-
-
-def other_chunker(index, corpus):
-    owner_execute(index, "UPDATE {s}.chunks SET chunker = 'fixed-v0' WHERE ordinal = 0 AND source_id = "
-                         "(SELECT min(source_id) FROM {s}.sources)")
-
-
-def update_first_chunk(assignment: str):
-    """A fault that changes one column of the first chunk row."""
-    def fault(index, corpus):
-        owner_execute(index, f"UPDATE {{s}}.chunks SET {assignment} WHERE chunk_id = "
-                             "(SELECT min(chunk_id) FROM {s}.chunks)")
-    return fault
-
-
-other_embedding = update_first_chunk("embedding_version = 'other-model@1'")
-no_embedding = update_first_chunk("embedding = NULL")
-bad_span = update_first_chunk("end_char = end_char + 1")
-
-
-def file_edited(index, corpus):
-    with open(corpus / "beta.txt", "a") as handle:
-        handle.write("One more sentence.\n")
-
-
-def file_deleted(index, corpus):
-    (corpus / "beta.txt").unlink()
-
-
-def file_replaced_by_directory(index, corpus):
-    break_into_directory(corpus / "beta.txt")
-
-
-def source_without_chunks(index, corpus):
-    owner_execute(index, "DELETE FROM {s}.chunks WHERE source_id = (SELECT source_id FROM {s}.sources "
-                         "WHERE path = 'beta.txt')")
-
-
-STALE_STATISTICS = "tenants whose BM25 term statistics do not match their chunks (refresh to recompute)"
-HEALTH_FAULTS = [   # (fault, the check(s) it must fail); {chunker} and {embedding} are the index's versions
-    pytest.param(orphan_chunk, "chunks without a source", id="orphan chunk"),
-    pytest.param(other_chunker, "chunks not made by {chunker}", id="other chunker version"),
-    pytest.param(other_embedding, "chunks not embedded by {embedding}", id="other embedding version"),
-    pytest.param(no_embedding, "chunks without an embedding", id="chunk without embedding"),
-    pytest.param(bad_span, "chunk spans that do not match their text", id="span does not match text"),
-    pytest.param(file_edited, "sources whose file changed since indexing", id="file edited after indexing"),
-    pytest.param(file_deleted, "sources whose file is missing", id="file deleted after indexing"),
-    pytest.param(file_replaced_by_directory, "sources whose file cannot be read", id="file replaced by a directory"),
-    # deleting chunk rows by hand also leaves BM25's term statistics counting them: both are found
-    pytest.param(source_without_chunks, ("sources without a chunk", STALE_STATISTICS), id="source without chunks"),
-]
-
+# (the faults: ``support.database.HEALTH_FAULTS``, which the server's tests repair too)
 
 @pytest.mark.parametrize("fault, expected", HEALTH_FAULTS)
 def test_health_fails_exactly_the_check_for_the_fault(make_index, corpus, fault, expected):
@@ -967,6 +820,7 @@ def test_a_bad_tenant_name_is_refused(tenants, baseline, tenant):
 
 # ---------------------------------------------------------------- the real model, once
 
+@pytest.mark.embeddings
 def test_real_model_baseline_answers_tenant_a_from_tenant_a(make_index, corpus, tmp_path, monkeypatch):
     """MiniLM end to end: the walrus question is answered from alpha.md, never from b's vault."""
     monkeypatch.setenv("RAGCOURSE_CACHE_DIR", str(tmp_path / "cache"))

@@ -224,6 +224,8 @@ def run_command(argv, capsys) -> tuple[int, str, str]:
     return status, captured.out, captured.err
 
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_index_builds_reports_and_checks_a_folder_of_notes(command_env, capsys):
     status, out, err = run_command(["index", "--corpus", str(command_env)], capsys)
     assert status == 0, err
@@ -235,6 +237,8 @@ def test_index_builds_reports_and_checks_a_folder_of_notes(command_env, capsys):
     assert status == 0 and "every check passed" in out
 
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_ask_answers_with_citations_of_the_notes_and_a_trace(command_env, capsys):
     assert run_command(["index", "--corpus", str(command_env)], capsys)[0] == 0
     status, out, err = run_command(["ask", "why did we choose PostgreSQL over SQLite", "--corpus",
@@ -251,6 +255,10 @@ def test_ask_answers_with_citations_of_the_notes_and_a_trace(command_env, capsys
     assert status == 0 and "reranker: learned combination" in out and "context:" in out
 
 
+@pytest.mark.slow
+@pytest.mark.generator
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_ask_writes_an_answer_with_the_model_and_times_each_stage(command_env, capsys):
     """The default reader is the local model: words, the passages it was given, and each stage's time."""
     assert run_command(["index", "--corpus", str(command_env)], capsys)[0] == 0
@@ -269,6 +277,8 @@ def test_ask_writes_an_answer_with_the_model_and_times_each_stage(command_env, c
     assert result["answer"]["best_score"] is None and result["answer"]["text"]
 
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_refresh_and_check_see_an_edited_and_a_deleted_note(command_env, tmp_path, capsys):
     import shutil
 
@@ -284,6 +294,7 @@ def test_refresh_and_check_see_an_edited_and_a_deleted_note(command_env, tmp_pat
     assert status == 0 and "1 updated" in out and "1 removed" in out and "every check passed" in out
 
 
+@pytest.mark.embeddings
 @pytest.mark.parametrize("argv, message", [
     (["ask", ""], "question is empty"),
     (["ask", "a\x00b"], "NUL byte"),
@@ -301,12 +312,16 @@ def test_bad_arguments_exit_2_with_one_line_naming_the_argument(command_env, cap
     assert len(err.strip().splitlines()) <= 2   # usage line + error line
 
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_ask_without_an_index_says_how_to_build_it(command_env, tmp_path, capsys):
     status, _, err = run_command(["ask", "anything", "--corpus", str(tmp_path)], capsys)
     assert status == 1
     assert f"run `python -m ragcourse index --corpus {tmp_path}` first" in err
 
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_an_index_is_never_refreshed_from_another_folder(command_env, tmp_path, capsys):
     other = tmp_path / "other"
     other.mkdir()
@@ -316,6 +331,7 @@ def test_an_index_is_never_refreshed_from_another_folder(command_env, tmp_path, 
     assert status == 1 and "was built from" in err and "--schema" in err
 
 
+@pytest.mark.embeddings
 def test_an_unreachable_database_url_is_one_line_and_status_1(command_env, capsys, monkeypatch):
     monkeypatch.setenv("RAGCOURSE_DATABASE_URL", "postgresql://nobody:secret@127.0.0.1:1/none")
     status, _, err = run_command(["ask", "anything", "--corpus", str(command_env)], capsys)
@@ -323,6 +339,8 @@ def test_an_unreachable_database_url_is_one_line_and_status_1(command_env, capsy
     assert "RAGCOURSE_DATABASE_URL" in err and "secret" not in err and "Traceback" not in err
 
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_search_postgres_without_the_default_index_names_the_command(command_env, capsys):
     status, _, err = run_command(["search", "join arrays", "--retriever", "postgres"], capsys)
     assert status == 1 and "python -m ragcourse index" in err

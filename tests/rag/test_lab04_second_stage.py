@@ -371,6 +371,7 @@ def test_importing_prints_nothing_and_loads_no_model_library():
     assert done.stdout == "" and done.stderr == "[]"
 
 
+@pytest.mark.embeddings
 def test_real_encoder_puts_concatenation_above_random_numbers(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGCOURSE_CACHE_DIR", str(tmp_path))
     from ragcourse.engines.dense import DenseEncoder

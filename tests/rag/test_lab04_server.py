@@ -15,11 +15,11 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from test_lab04_database import (CORPUS, HEALTH_FAULTS, SMALL, TENANT_A_FILES, FakeEncoder, owner_execute,
-                                 two_tenants, write_corpus)
 from ragcourse.cli.main import main
 from ragcourse.rag.schema import reader_role
 from ragcourse.rag.store import PgIndex
+from support.database import (CORPUS, HEALTH_FAULTS, SMALL, TENANT_A_FILES, FakeEncoder, owner_execute, two_tenants,
+                              write_corpus)
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +107,7 @@ def schema_absent(server, dbname: str, schema: str = "notes") -> bool:
         return connection.execute("SELECT to_regnamespace(%s) IS NULL", [schema]).fetchone()[0]
 
 
+@pytest.mark.embeddings
 def test_a_database_owner_without_createrole_gets_one_line_and_nothing_written(server, model, notes, capsys):
     fresh_role(server, "owner_nocr")
     fresh_database(server, "db_owner", "owner_nocr")
@@ -119,6 +120,7 @@ def test_a_database_owner_without_createrole_gets_one_line_and_nothing_written(s
     assert "Nothing was written" in line and schema_absent(server, "db_owner")
 
 
+@pytest.mark.embeddings
 def test_the_reader_roles_created_beforehand_need_no_createrole(server, model, notes, capsys):
     """The README's SQL for roles created by an administrator: then index, check and ask all work."""
     fresh_role(server, "owner_pre")
@@ -136,6 +138,7 @@ def test_the_reader_roles_created_beforehand_need_no_createrole(server, model, n
     assert status == 0 and json.loads(out)["answer"]["citations"], err
 
 
+@pytest.mark.embeddings
 def test_a_role_granted_nothing_on_the_role_it_needs_is_told_to_get_membership(server, model, notes, capsys):
     fresh_role(server, "owner_nomember", "LOGIN CREATEROLE")
     fresh_database(server, "db_nomember", "owner_nomember")
@@ -148,6 +151,7 @@ def test_a_role_granted_nothing_on_the_role_it_needs_is_told_to_get_membership(s
     assert 'GRANT "ragcourse_reader_orphan" TO "owner_nomember";' in line and schema_absent(server, "db_nomember")
 
 
+@pytest.mark.embeddings
 def test_a_role_without_create_on_the_database_gets_one_line(server, model, notes, capsys):
     fresh_role(server, "nocreate", "LOGIN CREATEROLE")
     fresh_database(server, "db_nocreate")
@@ -158,6 +162,7 @@ def test_a_role_without_create_on_the_database_gets_one_line(server, model, note
     assert 'GRANT CREATE ON DATABASE "db_nocreate" TO "nocreate";' in line and schema_absent(server, "db_nocreate")
 
 
+@pytest.mark.embeddings
 def test_a_role_that_may_not_create_the_vector_extension_gets_one_line(server, model, notes, capsys):
     fresh_role(server, "novector")
     fresh_database(server, "db_novector", "novector")
@@ -167,6 +172,7 @@ def test_a_role_that_may_not_create_the_vector_extension_gets_one_line(server, m
     assert "CREATE EXTENSION vector;" in line
 
 
+@pytest.mark.embeddings
 def test_a_privilege_the_server_refuses_anyway_is_one_line(server, model, notes, capsys):
     """Another role's index: the reader session cannot take the tenant's role (the server's own refusal)."""
     fresh_role(server, "intruder", "LOGIN")
@@ -183,6 +189,8 @@ def test_a_privilege_the_server_refuses_anyway_is_one_line(server, model, notes,
 
 # ---------------------------------------------------------------- 2. tenants loaded from folders
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_two_folders_load_two_tenants_and_ask_answers_from_each_alone(model, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RAGCOURSE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("RAGCOURSE_DATABASE_URL", raising=False)
@@ -332,6 +340,8 @@ def test_every_failed_check_names_a_repair_and_the_repair_works(database, tmp_pa
         index.close()
 
 
+@pytest.mark.database
+@pytest.mark.embeddings
 def test_the_cli_check_names_the_command_and_refresh_repairs_broken_statistics(model, notes, capsys):
     status, out, err = run(["index", "--corpus", str(notes), "--tenant", "stats", "--schema", "stats"], capsys)
     assert status == 0, err

@@ -15,7 +15,7 @@ from ragcourse.corpus.queries import real_questions
 from ragcourse.rag.ingest import ChunkPolicy
 from ragcourse.rag.search import LEXICAL, PathMemo, candidates
 from ragcourse.rag.store import PgIndex
-from test_lab04_database import FakeEncoder
+from support.database import FakeEncoder
 
 MODULES = ("numpy.linalg", "numpy.fft", "numpy.random")
 

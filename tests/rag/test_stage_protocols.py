@@ -7,7 +7,7 @@ protocol on a small case whose answer is known: a protocol whose members exist b
 from __future__ import annotations
 
 import pytest
-from test_lab04_database import CORPUS, SMALL, FakeEncoder, write_corpus
+from support.database import CORPUS, SMALL, FakeEncoder, write_corpus
 
 from ragcourse.engines.chunkers import TextChunk
 from ragcourse.engines.retrievers import (Bm25Retriever, DenseRetriever, DocumentHit, HybridRetriever,
@@ -121,6 +121,8 @@ def test_the_learned_order_reads_both_paths_not_the_fusion():
     assert result.ranked[0].passage.doc_id == "oyster", "the page named in the question, first in full text"
 
 
+@pytest.mark.slow
+@pytest.mark.embeddings
 def test_a_cross_encoder_is_a_second_stage(tmp_path):
     torch = pytest.importorskip("torch")
     from sentence_transformers import CrossEncoder
@@ -156,6 +158,7 @@ def test_the_extractive_reader_cites_what_it_was_given():
     assert set(answer.citations) <= {sp.passage.citation for sp in context_of("q").admitted}
 
 
+@pytest.mark.generator
 def test_the_generating_reader_is_a_reader():
     from ragcourse.rag.generator import GeneratingReader, Generator, GeneratorUnavailable
 

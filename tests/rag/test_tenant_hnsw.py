@@ -8,7 +8,7 @@ search really falls short), and the tests check the repair of ``rag.search``: re
 larger ``ef_search`` for a large tenant, the exact fallback for a small one, the counters
 that say so, the settings of a shared session put back, and lab 04's measurement.
 
-The embedded PostgreSQL is tests/rag/conftest.py's; the fake encoder is test_lab04_database's.
+The embedded PostgreSQL is conftest's ``database``; the fake encoder is ``support.database``'s.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ragcourse.rag import search as search_module
 from ragcourse.rag.pipeline import Pipeline as Baseline
 from ragcourse.rag.search import candidates, dense
 from ragcourse.rag.store import PgIndex, counts_by_tenant
-from test_lab04_database import SMALL, FakeEncoder, owner_rows, schema_name, write_corpus
+from support.database import SMALL, FakeEncoder, owner_rows, schema_name, write_corpus
 
 K = 30
 FILES = 300

@@ -87,6 +87,7 @@ def embedded(monkeypatch):
     monkeypatch.delenv(URL_VARIABLE, raising=False)
 
 
+@pytest.mark.database
 def test_a_killed_owner_leaves_no_server_and_no_folder(embedded):
     environment = {k: v for k, v in os.environ.items() if k != URL_VARIABLE}
     environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE), environment.get("PYTHONPATH")) if p)
@@ -118,6 +119,7 @@ def test_a_killed_owner_leaves_no_server_and_no_folder(embedded):
         force_cleanup(folder, postgres, guard)
 
 
+@pytest.mark.database
 def test_a_normal_close_leaves_no_watchdog_behind(embedded):
     database = open_database(temporary=True)
     folder, guard = database.data_dir, database.watchdog_pid
@@ -133,6 +135,7 @@ def test_a_normal_close_leaves_no_watchdog_behind(embedded):
         force_cleanup(folder, guard)
 
 
+@pytest.mark.database
 def test_the_watchdog_does_nothing_while_the_owner_lives_and_leaves_when_the_server_stops(embedded):
     database = open_database(temporary=True)
     folder, process = database.data_dir, database._watchdog

@@ -22,7 +22,7 @@ from functools import lru_cache
 import faiss
 import pytest
 import ranx
-from conftest import documented_blocks
+from support.notebooks import documented_blocks
 
 from ragcourse.retrieval.fusion import fused_scores, reciprocal_rank_fusion
 from ragcourse.retrieval.index import build_bucket_index, build_graph, neighbour_ranking, rank_candidates
@@ -347,6 +347,7 @@ def as_run(rankings: list[list[int]]) -> ranx.Run:
                      for n, r in enumerate(rankings)})
 
 
+@pytest.mark.ranx
 @pytest.mark.parametrize("seed,constant,lists", [(COURSE_SEED, 1, 2), (COURSE_SEED, 5, 2), (COURSE_SEED, 20, 2),
                                                  (COURSE_SEED, 60, 2), (COURSE_SEED, 20, 3), (4242, 20, 2),
                                                  (4242, 60, 3)])
@@ -382,6 +383,7 @@ def ranx_means(rankings, relevant, metrics):
     return ranx.evaluate(qrels, as_run(rankings), list(metrics))
 
 
+@pytest.mark.ranx
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("k", (1, K, 10))
 def test_retrieval_scores_equal_trec_eval_and_ranx(seed, k):
@@ -501,6 +503,7 @@ def test_documented_lesson_06_table_equals_trec_eval():
             assert [round(v, 4) for v in values] == next(rows), (name, setup)
 
 
+@pytest.mark.ranx
 def test_documented_lesson_14_retrieval_column_equals_trec_eval_and_ranx():
     """Lesson 14: retrieval recall is success_k, retrieval precision P_k (relevant: chunks naming the target)."""
     world = build_world(COURSE_SEED, SECOND_EDITION)

@@ -584,6 +584,7 @@ def ranx_world():
     return report, ours, theirs
 
 
+@pytest.mark.ranx
 def test_per_question_scores_and_means_equal_ranx(ranx_world):
     report, ours, theirs = ranx_world
     for name in ours:
@@ -593,6 +594,7 @@ def test_per_question_scores_and_means_equal_ranx(ranx_world):
                 == pytest.approx(report.results[name][metric], abs=1e-12)
 
 
+@pytest.mark.ranx
 @pytest.mark.parametrize("pair", PAIRS)
 @pytest.mark.parametrize("metric", ["hit_rate@1", "mrr", "ndcg@10"])
 def test_randomisation_p_agrees_with_ranx_fisher(ranx_world, pair, metric):
@@ -615,6 +617,7 @@ def in_order_mean(values: np.ndarray) -> np.ndarray:
     return np.cumsum(values, axis=-1)[..., -1] / values.shape[-1]
 
 
+@pytest.mark.ranx
 @pytest.mark.parametrize("pair", PAIRS)
 def test_recall_p_differs_from_ranx_only_by_ties_ranx_decides_with_float_rounding(ranx_world, pair):
     """Recall@5 takes values like 1/3 and 1/2, so many sign patterns tie the observed |difference| exactly.

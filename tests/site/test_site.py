@@ -11,7 +11,7 @@ of its first printed table, each page at least one figure that loads; no page as
 anything outside the site; the search page finds "reciprocal rank fusion". Screenshots of the
 landing page, a lesson, a lab, the API reference and a search go to ``test-output/site/``.
 
-Accessibility (issue 53): axe-core (``conftest.axe_findings``) checks every page in the light and
+Accessibility (issue 53): axe-core (``support.browser.axe_findings``) checks every page in the light and
 in the dark colour mode (Chromium's ``prefers-color-scheme``, which the theme follows): any serious
 or critical finding fails, and the counts per rule go to ``test-output/site/axe-MODE.json``. A
 figure whose notebook cell does not describe it (``show_figure``) has no alt text: counted apart
@@ -39,9 +39,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AXE_BLOCKING, axe_counts, axe_findings, stored_stdout
+from support.browser import AXE_BLOCKING, axe_counts, axe_findings
+from support.notebooks import stored_stdout
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timed]
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -136,6 +137,7 @@ def built_site(tmp_path_factory) -> Build:
     return Build(folder / "html", seconds, log)
 
 
+@pytest.mark.slow
 def test_build_is_strict(built_site):
     assert "--warningiserror" in (ROOT / "site" / "build.py").read_text()
     assert "build succeeded" in built_site.log
@@ -494,6 +496,7 @@ def audit(browser, site_url, built_site):
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_accessibility_no_serious_or_critical_finding(audit, mode):
     """Every page, in this colour mode: no serious or critical axe-core finding (pending figures apart)."""

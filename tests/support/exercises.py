@@ -1,16 +1,28 @@
-"""What the exercise tests share: the notebooks' own answers, the master's solution lines, and two assertions.
+"""What the exercise tests share: the notebooks' own answers, the master's solution lines, two assertions, and
+the grader's command line.
 
 The solutions and the blanks come from the notebooks themselves (the master and the committed
 student version, check cells left out), so a test checks what a student actually gets.
 """
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
+import sys
 from collections import Counter
 from functools import lru_cache
+from pathlib import Path
 
+import nbformat
+
+from ragcourse.batch.notebooks import PROJECT_ROOT
 from ragcourse.exercises.framework import FAILED, is_lab_set, load_set
+from ragcourse.exercises.grading import CSV_COLUMNS
 from ragcourse.exercises.notebooks import master_path, student_path
+
+SET = "01-what-is-an-embedding"   # the set the grader's hostile and stopped runs hand in, a cell added
+JOBS = "2"  # two kernels at a time: the runs take half as long on two cores
 
 
 def code_cells(path) -> list[str]:
@@ -70,3 +82,28 @@ def assert_every_build_rejects_two(sets: list[str], mutations: list[tuple]) -> N
     counted = Counter((name, key) for name, key, _, _, _ in mutations)
     assert builds == set(counted) and min(counted.values()) >= 2, counted
     assert {name for name, _ in builds} == set(sets), "every lesson has a build-it exercise"
+
+
+# ---------------------------------------------------------------- the grader's command line
+
+def grade(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragcourse", "grade", *arguments], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        assert tuple(reader.fieldnames) == CSV_COLUMNS
+        return list(reader)
+
+
+def notebook(base: str, extra: str, folder: Path, name: str) -> Path:
+    """Lesson 01's master or student version with ``extra`` as a code cell after its first three."""
+    nb = nbformat.read(master_path(SET) if base == "master" else student_path(SET), as_version=4)
+    position = 4 if "keyword_score" not in extra else next(
+        i + 1 for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.source.startswith("def keyword_score"))
+    nb.cells.insert(position, nbformat.v4.new_code_cell(extra))
+    path = folder / name
+    nbformat.write(nb, path)
+    return path

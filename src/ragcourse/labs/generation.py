@@ -29,7 +29,7 @@ from ..corpus.queries import Question
 from ..rag.answer_checks import AnswerMarks, NameIndex, mark
 from ..rag.pipeline import Trace
 from ..rag.context import ContextBudget, assemble, token_counter
-from ..rag.generator import GeneratingReader, Generation, Prompt
+from ..rag.generator import BATCH, GeneratingReader, Generation, Prompt
 from ..rag.passages import ScoredPassage
 from ..rag.reader import Answer
 from .ladder import Setting
@@ -203,12 +203,14 @@ def per_question(reads: Sequence[Read], measure: str) -> list[float]:
 
 
 def throughput(stats: Mapping[str, float]) -> str:
-    """The generator's measured rates: prefill and decode tokens per second."""
+    """The generator's measured rates: prefill and decode tokens per second of the prompts it answered
+    (the copies that fill a pass not counted), and how many passes it ran."""
     if not stats.get("generated"):
         return f"all {stats.get('cached', 0)} answers read from the generation cache"
-    return (f"{stats['generated']} answers generated: prefill {stats['prefill_tokens'] / stats['prefill_seconds']:.0f} "
-            f"tokens/s, decode {stats['decode_tokens'] / stats['decode_seconds']:.1f} tokens/s; "
-            f"{stats['cached']} read from the cache")
+    made, passes = stats["generated"], stats.get("passes", 0)
+    return (f"{made} answer{'s' if made != 1 else ''} generated in {passes} pass{'es' if passes != 1 else ''} of "
+            f"{BATCH}: prefill {stats['prefill_tokens'] / stats['prefill_seconds']:.0f} tokens/s, decode "
+            f"{stats['decode_tokens'] / stats['decode_seconds']:.1f} tokens/s; {stats['cached']} read from the cache")
 
 
 READINGS = Path(__file__).parent / "data" / "answer_readings.json"

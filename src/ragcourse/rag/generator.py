@@ -245,7 +245,7 @@ class Generator:
     threads: int | None = None
     cache: GenerationCache | None = None
     cache_root: Path | None = None
-    stats: dict = field(default_factory=lambda: {"generated": 0, "cached": 0, "prefill_tokens": 0,
+    stats: dict = field(default_factory=lambda: {"generated": 0, "cached": 0, "passes": 0, "prefill_tokens": 0,
                                                  "prefill_seconds": 0.0, "decode_tokens": 0,
                                                  "decode_seconds": 0.0})
 
@@ -404,6 +404,7 @@ class Generator:
             if row == 0 and on_text is not None and text.startswith(shown.strip()) and len(text) > len(shown.strip()):
                 on_text(text[len(shown.strip()):])
             made.append(Generation(text, prompt.tokens, len(produced[row]), first, seconds, False, stopped[row]))
+        self.stats["passes"] += 1
         self.stats["prefill_tokens"] += sum(p.tokens for p in prompts)
         self.stats["prefill_seconds"] += first
         self.stats["decode_tokens"] += sum(len(p) for p in produced)

@@ -165,6 +165,8 @@ NEEDS_EMBEDDINGS = (
     # not for the shared cache either (each embeds into caches of its own): they run the real model hard, so they
     # wait for prepare rather than slow it (and its first estimate) down
     ("tests/engines/test_batch_invariance.py", ("all",)), ("tests/rag/test_cross_encoder_invariance.py", ("all",)),
+    # the cross-encoder's tests: its training pairs rank the chunks of lab 04's index by their cached vectors
+    ("tests/rag/test_cross_encoder.py", ("questions", "lab 04")),
 )   # tests/rag/ embeds its own few texts in its own cache
 PREPARE_STATUS = "RAGCOURSE_PREPARE_STATUS"   # file the background step writes its exit status to
 PREPARE_WAIT = 30 * 60                         # seconds a test waits for it before failing

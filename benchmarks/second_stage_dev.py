@@ -32,6 +32,7 @@ from pathlib import Path
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cold-cost", action="store_true", help="also time scoring dev + test + fresh from nothing")
+    parser.add_argument("--depth", type=int, default=None, help="candidates the cross-encoder reads (default: DEPTH)")
     args = parser.parse_args()
 
     from ragcourse.corpus.apidocs import export_markdown, load_corpus
@@ -59,6 +60,8 @@ def main() -> None:
 
         wall, cpu = time.perf_counter(), time.process_time()
         scorer = train_or_load(progress=True, encoder=encoder)
+        if args.depth is not None:
+            scorer = scorer.with_depth(args.depth)
         log = scorer.log
         print(f"train_or_load: {time.perf_counter() - wall:.0f} s wall, {time.process_time() - cpu:.0f} s CPU in this "
               f"process; the training itself took {log.seconds:.0f} s wall, {log.cpu_seconds:.0f} s CPU "
@@ -98,7 +101,8 @@ def main() -> None:
                                                         t.candidates.dense, scorer.depth)
                     texts = list(dict.fromkeys(fused_texts(t, scorer.depth) + [passages[i].text[:INPUT_CHARS] for i in top]))
                     items.append((t.question, texts))
-            cold = TrainedCrossEncoder(scorer.folder, scorer.key, scorer.depth, ScoreCache(workspace / "cold.sqlite"))
+            cold = TrainedCrossEncoder(scorer.folder, scorer.key, scorer.depth, ScoreCache(workspace / "cold.sqlite"),
+                                       headers=scorer.headers)
             wall, cpu = time.perf_counter(), time.process_time()
             cold.score_many(items, progress=True)
             seconds, cpu_seconds = time.perf_counter() - wall, time.process_time() - cpu

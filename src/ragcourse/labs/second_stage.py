@@ -189,7 +189,8 @@ def learning_curve(scorer: TrainedCrossEncoder, traces: Sequence[Trace], questio
             with quiet_loading():
                 model = (new_model(log.trained_with) if pairs == 0
                          else load_checkpoint(scorer.folder, pairs, log.trained_with))
-            model_scorer = TrainedCrossEncoder(scorer.folder, f"{scorer.key}@{pairs}", scorer.depth, scorer.cache, model)
+            model_scorer = TrainedCrossEncoder(scorer.folder, f"{scorer.key}@{pairs}", scorer.depth, scorer.cache, model,
+                                               headers=scorer.headers)
         runs = cross_encoder_runs(picked_traces, picked, model_scorer, progress=progress)
         mrr[pairs] = statistics.fmean(scores(runs, picked, "mrr@10"))
     fused = {q.qid: t.documents("reranked") for q, t in zip(picked, picked_traces)}
@@ -214,10 +215,10 @@ def cost_per_query(scorer: TrainedCrossEncoder, traces: Sequence[Trace], count: 
     one question at a time, as a question arriving alone would be scored."""
     if not isinstance(count, int) or not 1 <= count <= len(traces):
         raise ValueError(f"count must be a whole number from 1 to {len(traces)}; got {count!r}")
-    scorer.compute([(traces[0].question, fused_texts(traces[0], 1)[0])])   # load the model and warm up first
+    scorer.compute([(traces[0].question, scorer.as_read(fused_texts(traces[0], 1))[0])])   # load and warm up first
     wall, cpu, pairs = [], [], []
     for trace in traces[:count]:
-        texts = fused_texts(trace, scorer.depth)
+        texts = scorer.as_read(fused_texts(trace, scorer.depth))
         started, cpu_started = time.perf_counter(), time.process_time()
         scorer.compute([(trace.question, t) for t in texts])
         wall.append(1000 * (time.perf_counter() - started))

@@ -7,7 +7,10 @@ anything is trained, whether a model is cached and how long training would take 
 
 ``TrainedCrossEncoder`` is a reranker in ``rag.rerank``'s sense (``name``, ``score(question, texts)``), so
 ``rerank`` and ``Baseline`` use it as they use any other. It reads (question, passage) pairs together: the
-question and the first ``max_length`` tokens of the pair. Scoring every fused candidate (a hundred chunks a
+question and the first ``max_length`` tokens of the pair. A passage that is a chunk of the corpus is read with
+its header in front, as in training (page title and section: ``training_pairs.header_lookup``; ``rerank``
+hands over the bare chunk text); a text that is no chunk, or the text of chunks of several pages, is read as it
+is, and ``last_bare`` counts those. Scoring every fused candidate (a hundred chunks a
 question at the kept setting) would cost seconds a question on two cores, so it scores the first ``depth``
 texts it is given, in their incoming order (the fused order), and puts the others after them in that order;
 ``last_unscored`` counts them, and with ``rerank``'s eight kept passages and ``depth`` of at least eight they
@@ -30,8 +33,8 @@ from typing import Sequence
 from ...lesson.params import check_int
 from .training import (DEFAULT_SETTINGS, LOG_FILE, TrainSettings, TrainingLog, estimated_seconds, model_key,
                        reranker_dir, train_into_cache)
-from .training_pairs import (NegativeMiner, Supply, groups_digest, page_chunks, query_supply, question_texts,
-                             training_groups)
+from .training_pairs import (NegativeMiner, Supply, groups_digest, header_lookup, page_chunks, query_supply,
+                             question_texts, training_groups)
 
 DEPTH = 20          # candidates scored a question, in incoming order
 SCORES_FILE = "reranker_scores.sqlite"
@@ -103,15 +106,17 @@ class TrainedCrossEncoder:
     """The trained model in ``folder`` as a reranker: ``score`` the first ``depth`` texts, cached by ``key``."""
 
     def __init__(self, folder: str | Path, key: str, depth: int = DEPTH, cache: ScoreCache | None = None,
-                 model=None, log: TrainingLog | None = None):
+                 model=None, log: TrainingLog | None = None, headers: dict | None = None):
         self.folder, self.key = Path(folder), key
         self.depth = check_int("depth", depth, 1, 10_000)
         self.cache = cache or ScoreCache()
         self._model = model
         self.log = log
+        self.headers = dict(headers or {})
         self.name = f"cross-encoder trained by the course ({key}), first {self.depth} candidates"
         self.last_unscored = 0      # texts past ``depth`` in the last ``score`` call
         self.last_computed = 0      # pairs computed (not read from the cache) in the last call
+        self.last_bare = 0          # texts of the last call read without a header (not a chunk of one page)
 
     @property
     def model(self):
@@ -125,7 +130,7 @@ class TrainedCrossEncoder:
 
     def with_depth(self, depth: int) -> "TrainedCrossEncoder":
         """The same model and cache, scoring the first ``depth`` texts."""
-        return TrainedCrossEncoder(self.folder, self.key, depth, self.cache, self._model, self.log)
+        return TrainedCrossEncoder(self.folder, self.key, depth, self.cache, self._model, self.log, self.headers)
 
     def score(self, question: str, texts: list[str]) -> list[float]:
         """The model's score of the first ``depth`` texts; each later text scores below all of them, lower
@@ -138,9 +143,13 @@ class TrainedCrossEncoder:
 
     def score_many(self, items: Sequence[tuple[str, Sequence[str]]], progress: bool = False) -> list[list[float]]:
         """Every (question, texts) item's scores, all texts scored (no ``depth`` cut); the pairs missing from
-        the cache are computed together in fixed-shape passes and stored."""
+        the cache are computed together in fixed-shape passes and stored. A text that is a chunk of the
+        corpus (``headers``) is read with its header in front, as in training."""
         from ...engines.dense import text_key
 
+        if self.headers:
+            self.last_bare = sum(t not in self.headers for _, texts in items for t in texts)
+            items = [(q, self.as_read(texts)) for q, texts in items]
         keyed = [(text_key(q), [text_key(t) for t in texts]) for q, texts in items]
         wanted = [(q, t) for q, ts in keyed for t in ts]
         stored = self.cache.get(self.key, wanted)
@@ -156,6 +165,10 @@ class TrainedCrossEncoder:
             self.cache.put(self.key, fresh)
             stored.update(fresh)
         return [[stored[(qk, tk)] for tk in tks] for qk, tks in keyed]
+
+    def as_read(self, texts: Sequence[str]) -> list[str]:
+        """The texts as the model reads them: a chunk of the corpus with its header in front (``headers``)."""
+        return [self.headers.get(t, t) for t in texts]
 
     def compute(self, pairs: Sequence[tuple[str, str]], progress: bool = False) -> list[float]:
         """The model's scores of ``pairs``, computed now (no cache), in fixed-shape passes on the encoder's threads."""
@@ -203,6 +216,7 @@ class Prepared:
     supply: Supply
     skipped: dict
     key: str
+    headers: dict     # chunk text -> the form the model reads (``training_pairs.header_lookup``)
 
 
 def prepare_groups(settings: TrainSettings = DEFAULT_SETTINGS, corpus=None, encoder=None) -> Prepared:
@@ -220,7 +234,7 @@ def prepare_groups(settings: TrainSettings = DEFAULT_SETTINGS, corpus=None, enco
     miner = NegativeMiner(corpus, chunks, vectors, dict(zip((d.doc_id for d in corpus.documents), titles)))
     groups, skipped = training_groups(supply, chunks, miner, {d.doc_id: d.title for d in corpus.documents},
                                       settings.groups, settings.negatives, settings.seed)
-    return Prepared(groups, supply, skipped, model_key(groups_digest(groups), settings))
+    return Prepared(groups, supply, skipped, model_key(groups_digest(groups), settings), header_lookup(chunks))
 
 
 @dataclass(frozen=True)
@@ -257,4 +271,4 @@ def train_or_load(progress: bool = True, settings: TrainSettings = DEFAULT_SETTI
     if report is not None:
         report(f"cross-encoder {prepared.key} ready in {time.perf_counter() - started:.0f} s "
                f"(trained in {log.seconds:.0f} s wall, {log.cpu_seconds:.0f} s CPU): {folder}")
-    return TrainedCrossEncoder(folder, prepared.key, depth, log=log)
+    return TrainedCrossEncoder(folder, prepared.key, depth, log=log, headers=prepared.headers)

@@ -1,25 +1,33 @@
 """The cross-encoder's training data, made from the corpus alone: queries written from each page, that page's
 own chunk as the positive, and other pages' chunks that the two first-stage paths rank high as hard negatives.
 
-No question set is read for its content: every query is a piece of a page or its name. Four kinds, in the
-order ``training_groups`` takes them when the budget is smaller than the supply:
+No question set is read for its content: every query is a piece of a page or its name. Five kinds, mixed in
+the proportions of ``SHARES`` when the budget is smaller than the supply (``ordered``):
 
-- ``summary``: the page's one-line summary (``ApiDocument.title``);
-- ``name``: the page's name as people type it (``np.concatenate``, ``concatenate(``, ``linalg.solve``,
-  ``rng.choice``, ``arr.tolist()``: ``typed_names``);
+- ``summary``: the page's one-line summary (``ApiDocument.title``), when no other page has the same one;
+- ``description``: the first sentence of the page's Extended Summary, when no other page has it;
 - ``parameter``: the first sentence of a parameter's or a return value's description, when no other
   page holds that sentence and it has at least ``MIN_WORDS`` words;
+- ``name``: the page's name as people type it (``np.concatenate``, ``concatenate(``, ``linalg.solve``,
+  ``rng.choice``, ``arr.tolist()``: ``typed_names``);
 - ``heading``: the page's short name and one of its section headings (``concatenate returns``).
 
-Each query's positive is the chunk of its page that holds the query's source (the first chunk for a summary
-or a name, the section's first chunk for a heading, the chunk holding the sentence for a parameter). Its
-negatives are chunks of other pages, taken alternately from two rankings of every chunk: BM25 (full-strength
-tokens, ``engines.lexical.full_strength``) for the query, and the dense cosine with the page's summary line
-(vectors from the embedding cache, where ``prepare`` put them), one chunk a page, best first.
+A summary, description or parameter sentence becomes a query as someone might type it (``phrased``: as it
+is, or ``how to ...``, ``how do I ... in numpy``, ``numpy ...``, chosen by a hash). Its positive is the chunk
+of its page that holds its source (the first chunk for a summary, a description or a name, the section's
+first chunk for a heading, the chunk holding the sentence for a parameter). Its negatives are chunks of other
+pages, one a page, taken alternately from two rankings of every chunk: BM25 for the query (full-strength
+tokens, ``engines.lexical.full_strength``), each such page's chunk in the positive's place (``in_slot``), and
+the dense cosine with the page's summary line (vectors from the embedding cache, where ``prepare`` put
+them), the chunk as ranked.
 
-A summary or parameter sentence is cut out of every text of its group (the positive and the negatives:
+The words a query was written from are cut out of every text of its group (the positive and the negatives:
 another page's See Also list often repeats a summary word for word), so the model cannot score a pair by
-spotting the query copied into the passage; a name is kept, since finding a typed name is the point.
+spotting the query copied into the passage; for a summary every first chunk of the group also loses its own
+summary, so the positive is not the one first chunk without one. A name is kept, since finding a typed name is
+the point. Every text is read with its header in front (``headed``: page title and section, as the index
+embeds it); ``header_lookup`` lets a reranker handed a bare chunk text read it the same way.
+
 Queries that equal a question of any question set are dropped and counted (``Supply.dropped``), which
 ``tests/rag/test_cross_encoder.py`` checks; so are queries whose page yields no usable positive.
 """
@@ -94,6 +102,22 @@ class Supply:
 
     def count(self, kind: str) -> int:
         return sum(q.kind == kind for q in self.queries)
+
+
+def headed(chunk: PageChunk, text: str | None = None) -> str:
+    """What the cross-encoder reads of a chunk: its header (page title and section) on a line, then its text
+    (``text`` in its place: the chunk with a query cut out); the same form the index embeds."""
+    header = chunk.indexed_text[:len(chunk.indexed_text) - len(chunk.text)]
+    return header + (chunk.text if text is None else text)
+
+
+def header_lookup(chunks: Sequence[PageChunk]) -> dict[str, str]:
+    """Chunk text -> its headed form (``headed``), for texts that belong to one header only: how a reranker
+    that is handed a chunk's bare text (``rag.rerank.rerank``) reads it as it was trained to."""
+    found: dict[str, set] = {}
+    for chunk in chunks:
+        found.setdefault(chunk.text, set()).add(headed(chunk))
+    return {text: forms.pop() for text, forms in found.items() if len(forms) == 1}
 
 
 def page_chunks(corpus) -> list[PageChunk]:
@@ -288,8 +312,8 @@ class NegativeMiner:
         return next((c for c in own if set(c.headings) & set(positive.headings)), chunk)
 
     def negatives(self, query: Query, positive: PageChunk, count: int) -> list[PageChunk]:
-        """``count`` chunks of other pages, one a page, from pages taken alternately by BM25's and the dense
-        path's ranking of the chunks, each page's chunk in the positive's place (``in_slot``)."""
+        """``count`` chunks of other pages, one a page, taken alternately from BM25's ranking of the chunks
+        (each page's chunk in the positive's place, ``in_slot``) and the dense path's (the chunk as ranked)."""
         rankings = [iter([n for n, _ in self.bm25.search(query.text)]), iter(self.dense_order(query.doc_id))]
         chosen: list[PageChunk] = []
         seen = {query.doc_id}
@@ -302,7 +326,7 @@ class NegativeMiner:
                 exhausted[side] = True
             else:
                 seen.add(self.chunks[position].doc_id)
-                chosen.append(self.in_slot(self.chunks[position], positive))
+                chosen.append(self.in_slot(self.chunks[position], positive) if side == 0 else self.chunks[position])
             turn += 1
         return chosen
 
@@ -322,10 +346,11 @@ def training_groups(supply: Supply, chunks: Sequence[PageChunk], miner: Negative
     skipped = {"positive too short once the query is cut": 0, "too few negatives": 0}
 
     def shown(chunk: PageChunk, query: Query) -> str:
-        if query.kind not in CUT_KINDS:
-            return chunk.text
-        text = without(chunk.text, query.source)
-        return without(text, titles[chunk.doc_id]) if query.kind == "summary" and chunk.ordinal == 0 else text
+        text = chunk.text
+        if query.kind in CUT_KINDS:
+            text = without(text, query.source)
+            text = without(text, titles[chunk.doc_id]) if query.kind == "summary" and chunk.ordinal == 0 else text
+        return headed(chunk, text)
 
     for query in ordered(supply.queries, seed):
         if len(made) == groups:

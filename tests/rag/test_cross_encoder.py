@@ -69,7 +69,7 @@ def test_every_group_has_its_page_positive_and_other_pages_negative(prepared):
     chunks = tp.page_chunks(__import__("ragcourse.corpus.apidocs", fromlist=["load_corpus"]).load_corpus())
     by_page: dict[str, list[str]] = {}
     for chunk in chunks:
-        by_page.setdefault(chunk.doc_id, []).append(" ".join(chunk.text.split()))
+        by_page.setdefault(chunk.doc_id, []).append(" ".join(tp.headed(chunk).split()))   # header, then text
     for group in prepared.groups:
         assert group.doc_id not in group.negative_pages and len(set(group.negative_pages)) == len(group.negatives)
         positive = " ".join(group.positive.split())
@@ -198,3 +198,32 @@ def test_a_second_call_reads_the_trained_model(monkeypatch, tmp_path):
     assert not any(line.startswith("training") for line in said)
     assert second.folder == first.folder and os.stat(second.folder / "model.safetensors").st_mtime_ns == stamp
     assert [p.name for p in (tmp_path / "reranker").iterdir()] == [first.key]   # no staging folder left
+
+
+def test_the_combined_weights_are_one_logistic_regression_over_six_features():
+    import numpy as np
+
+    from ragcourse.rag.cross_encoder.combined import COMBINED_FEATURES, CombinedWeights
+
+    mean, scale = (1.0, 0.1, 0.5, 0.1, 0.0, -2.0), (2.0, 0.1, 0.1, 0.1, 0.2, 3.0)
+    coef, intercept = (0.2, 0.1, 0.4, 0.3, 0.5, 0.7), -3.0
+    weights = CombinedWeights.of(mean, scale, coef, intercept)
+    x = np.array([[1.5, 0.2, 0.6, 0.0, 1.0, 4.0], [0.0, 0.0, 0.4, 0.5, 0.0, -6.0]])
+    direct = intercept + ((x - np.array(mean)) / np.array(scale)) @ np.array(coef)
+    assert np.allclose(weights.logits(x), direct, rtol=0, atol=1e-12)
+    assert len(COMBINED_FEATURES) == 6 and COMBINED_FEATURES[-1] == "cross-encoder score"
+    with pytest.raises(ValueError, match="mean, scale and coef"):
+        CombinedWeights.of(mean[:5], scale, coef, intercept)
+    with pytest.raises(ValueError, match="scale"):
+        CombinedWeights.of(mean, scale[:5] + (0.0,), coef, intercept)
+
+
+def test_the_command_says_whether_the_model_is_cached(capsys):
+    import re
+
+    from ragcourse.cli.main import main
+
+    status = main(["train-reranker", "--estimate"])
+    out = capsys.readouterr().out
+    assert re.search(r"cross-encoder [0-9a-f]{16} is (cached|not trained yet: about \d+\.\d minutes to train)", out), out
+    assert status == (0 if "is cached" in out else 1)

@@ -79,7 +79,7 @@ def fit_combined(traces: Sequence[Trace], questions: Sequence[Question], first: 
         scores = scorer.score_many([(trace.question, [passages[i].text[:INPUT_CHARS] for i in top])])[0]
         xs.append(np.column_stack([features[top], np.asarray(scores)]))
         ys.append(np.array([passages[i].doc_id in question.relevant for i in top], dtype=int))
-    return CombinedWeights(*fit_standardised(np.vstack(xs), np.concatenate(ys)))
+    return CombinedWeights.of(*fit_standardised(np.vstack(xs), np.concatenate(ys)))
 
 
 def cross_validated_combined_runs(traces: Sequence[Trace], questions: Sequence[Question], scorer: TrainedCrossEncoder,

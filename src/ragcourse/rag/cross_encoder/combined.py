@@ -29,23 +29,30 @@ COMBINED_FEATURES = (*FEATURES, "cross-encoder score")
 
 @dataclass(frozen=True)
 class CombinedWeights:
-    """A standardised logistic regression over ``COMBINED_FEATURES``: ``intercept + sum(coef * (x - mean) / scale)``."""
+    """A standardised logistic regression over ``COMBINED_FEATURES``, held as the five features' part (a
+    ``LearnedWeights``, with the intercept) and the cross-encoder score's part: the logit is
+    ``five.logits(x[:, :5]) + coef * (x[:, 5] - mean) / scale``."""
 
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    coef: tuple[float, ...]
-    intercept: float
+    five: LearnedWeights
+    mean: float
+    scale: float
+    coef: float
 
     def __post_init__(self):
-        for name in ("mean", "scale", "coef"):
-            if len(getattr(self, name)) != len(COMBINED_FEATURES):
-                raise ValueError(f"{name} must hold {len(COMBINED_FEATURES)} numbers, one per feature "
-                                 f"({', '.join(COMBINED_FEATURES)})")
-        if not all(s > 0 for s in self.scale):
+        if not self.scale > 0:
             raise ValueError(f"scale must be positive; got {self.scale}")
 
+    @classmethod
+    def of(cls, mean: Sequence[float], scale: Sequence[float], coef: Sequence[float], intercept: float) -> "CombinedWeights":
+        """From one fit over all six features (``labs.learned.fit_standardised``'s order)."""
+        if not len(mean) == len(scale) == len(coef) == len(COMBINED_FEATURES):
+            raise ValueError(f"mean, scale and coef must hold {len(COMBINED_FEATURES)} numbers each, one per feature "
+                             f"({', '.join(COMBINED_FEATURES)})")
+        return cls(LearnedWeights(tuple(mean[:-1]), tuple(scale[:-1]), tuple(coef[:-1]), intercept),
+                   mean[-1], scale[-1], coef[-1])
+
     def logits(self, features: np.ndarray) -> np.ndarray:
-        return self.intercept + ((features - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef)
+        return self.five.logits(features[:, :-1]) + self.coef * (features[:, -1] - self.mean) / self.scale
 
 
 def first_step(first: LearnedWeights, question: str, full_text: Sequence[ScoredPassage],

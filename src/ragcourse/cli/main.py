@@ -10,7 +10,7 @@
   python -m ragcourse prepare [--check]
   python -m ragcourse index [--corpus DIR] [--refresh] [--check] [--policy sentences|fixed|headings]
   python -m ragcourse ask "QUESTION" [--json] [--trace] [--tenant T] [--reranker-model PATH]
-  python -m ragcourse train-reranker [--estimate]
+  python -m ragcourse train-reranker [--estimate] [--groups N]
   python -m ragcourse grade PATH... [--csv FILE] [--timeout SECONDS] [--jobs N] | grade --solutions [...]
   python -m ragcourse exercises [NAME ...]
 

@@ -2,6 +2,7 @@
 
   python -m ragcourse train-reranker              # train (a few minutes, with a progress bar) or read the cache
   python -m ragcourse train-reranker --estimate   # say whether it is cached and what training would cost; no training
+  python -m ragcourse train-reranker --groups 1600   # another budget of training queries (another model, its own key)
 
 The training data comes from the corpus alone (``rag.cross_encoder.training_pairs``); the model goes to
 ``$RAGCOURSE_CACHE_DIR/reranker/<key>``, keyed by the data, the code and the settings, so a second run reads
@@ -19,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``train-reranker`` command's arguments."""
     parser.add_argument("--estimate", action="store_true",
                         help="say whether the model is cached and how long training would take, without training")
+    parser.add_argument("--groups", type=int, default=None, metavar="N",
+                        help="training queries (each with its positive and negatives); default "
+                             "rag.cross_encoder.training.DEFAULT_SETTINGS.groups; another number is another model")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -28,12 +32,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     started = time.perf_counter()
     cpu_started = time.process_time()
+    settings = DEFAULT_SETTINGS if args.groups is None else DEFAULT_SETTINGS.changed(groups=args.groups)
     if args.estimate:
-        found = estimate()
+        found = estimate(settings)
         state = "cached" if found.cached else f"not trained yet: about {found.seconds / 60:.1f} minutes to train"
         print(f"train-reranker: cross-encoder {found.key} is {state}", file=out, flush=True)
         return 0 if found.cached else 1
-    settings = DEFAULT_SETTINGS
     model = train_or_load(progress=not os.environ.get("TQDM_DISABLE"), settings=settings,
                           report=lambda line: print(f"train-reranker: {line}", file=out, flush=True))
     log = model.log

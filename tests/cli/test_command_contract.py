@@ -39,6 +39,7 @@ def bad_arguments(tmp_path) -> dict[str, tuple[list[str], str]]:
         "ask": (["ask", "   "], "question is empty"),          # rag.search.check_question's ValueError
         "grade": (["grade"], "give at least one PATH"),
         "exercises": (["exercises", "99-no-such-set"], "NAME"),
+        "train-reranker": (["train-reranker", "--groups", "0"], "groups"),   # rag.cross_encoder.TrainSettings
     }
 
 

@@ -10,6 +10,7 @@
   python -m ragcourse prepare [--check]
   python -m ragcourse index [--corpus DIR] [--refresh] [--check] [--policy sentences|fixed|headings]
   python -m ragcourse ask "QUESTION" [--json] [--trace] [--tenant T] [--reranker-model PATH]
+  python -m ragcourse train-reranker [--estimate] [--groups N]
   python -m ragcourse grade PATH... [--csv FILE] [--timeout SECONDS] [--jobs N] | grade --solutions [...]
   python -m ragcourse exercises [NAME ...]
 
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from ..batch.contract import CommandError, UsageError, print_error
 from ..batch.notebooks import FIGURES_DIR, NOTEBOOKS_DIR
-from . import ask, exercises, figures, grade, index, prepare, questions, refresh, run, search, sweep
+from . import ask, exercises, figures, grade, index, prepare, questions, refresh, run, search, sweep, train
 from .selection import parse_selection
 
 __all__ = ["COMMANDS", "CommandError", "UsageError", "build_parser", "entry_point", "main", "parse_selection"]
@@ -47,6 +48,7 @@ COMMANDS = {
     "prepare": (prepare, "Part 3: embed every text the labs and their tests need, once"),
     "index": (index, "Part 3, lab 04: build, refresh or check the PostgreSQL index"),
     "ask": (ask, "Part 3, lab 04: answer a question with citations from the index"),
+    "train-reranker": (train, "Part 3, lab 04: train the course's cross-encoder once (or find it cached)"),
     "grade": (grade, "grade exercise notebooks (--solutions: the masters)"),
     "exercises": (exercises, "regenerate the exercises' student versions from their masters"),
 }

@@ -47,20 +47,25 @@ def _examples(traces: Sequence[Trace], questions: Sequence[Question]):
     return [f for _, f in found], labels
 
 
-def fit(traces: Sequence[Trace], questions: Sequence[Question]) -> LearnedWeights:
-    """Weights fitted on every candidate of these questions (first-stage traces, e.g. without a second stage)."""
+def fit_standardised(x: np.ndarray, y: np.ndarray) -> tuple[tuple, tuple, tuple, float]:
+    """(mean, scale, coef, intercept) of a logistic regression over standardised ``x`` with labels ``y``
+    (a feature that never varies keeps scale 1)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
-    features, labels = _examples(traces, questions)
-    x, y = np.vstack(features), np.concatenate(labels)
     if len(set(y.tolist())) < 2:
         raise ValueError("the questions' candidates hold one class only (all judged or none); nothing to learn")
     scaler = StandardScaler().fit(x)
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
     model = LogisticRegression(C=1.0, max_iter=1000).fit((x - scaler.mean_) / scale, y)
-    return LearnedWeights(tuple(float(v) for v in scaler.mean_), tuple(float(v) for v in scale),
-                          tuple(float(v) for v in model.coef_[0]), float(model.intercept_[0]))
+    return (tuple(float(v) for v in scaler.mean_), tuple(float(v) for v in scale),
+            tuple(float(v) for v in model.coef_[0]), float(model.intercept_[0]))
+
+
+def fit(traces: Sequence[Trace], questions: Sequence[Question]) -> LearnedWeights:
+    """Weights fitted on every candidate of these questions (first-stage traces, e.g. without a second stage)."""
+    features, labels = _examples(traces, questions)
+    return LearnedWeights(*fit_standardised(np.vstack(features), np.concatenate(labels)))
 
 
 def cross_validated_runs(traces: Sequence[Trace], questions: Sequence[Question], folds: int = FOLDS,

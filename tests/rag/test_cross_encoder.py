@@ -182,6 +182,9 @@ def test_scores_are_cached_and_read_back_identical(trained, tmp_path):
     assert again.last_unscored == 3
     assert [sp.passage.chunk_id for sp in result.ranked][3:] == [3, 4, 5]
     assert sorted(sp.passage.chunk_id for sp in result.ranked[:3]) == [0, 1, 2]
+    from types import SimpleNamespace   # the same through the stage's own call, given the whole first stage
+    fused = SimpleNamespace(fused=[SimpleNamespace(passage=p) for p in passages])
+    assert again.reorder("join arrays", fused, keep=6) == result
 
 
 @pytest.mark.slow

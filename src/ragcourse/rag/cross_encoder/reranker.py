@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ...lesson.params import check_int
+from ..rerank import KEEP
 from .training import (DEFAULT_SETTINGS, LOG_FILE, TrainSettings, TrainingLog, estimated_seconds, model_key,
                        reranker_dir, train_into_cache)
 from ..rerank import ScoresFusedText
@@ -141,6 +142,13 @@ class TrainedCrossEncoder(ScoresFusedText):
         self.last_unscored = len(texts) - len(head)
         floor = min(scores, default=0.0) - 1.0
         return scores + [floor - n * 1e-6 for n in range(1, self.last_unscored + 1)]
+
+    def reorder(self, question: str, candidates, keep: int = KEEP):
+        """``rerank`` of ``candidates.fused`` (a ``rag.search.Candidates``), the ``keep`` best kept: the second
+        stage's call where the pipeline hands a stage the whole first stage rather than its texts."""
+        from ..rerank import rerank
+
+        return rerank(self, question, [sp.passage for sp in candidates.fused], keep=keep)
 
     def score_many(self, items: Sequence[tuple[str, Sequence[str]]], progress: bool = False) -> list[list[float]]:
         """Every (question, texts) item's scores, all texts scored (no ``depth`` cut); the pairs missing from

@@ -1,26 +1,5 @@
-"""Grading exercise notebooks: what ``python -m ragcourse grade`` runs (the command itself: ``cli.grade``).
-
-Each submission (a notebook, or every file in a folder, recursively) is read into memory
-first, then recognised by its metadata (or its title). Each notebook is run top to bottom in
-a fresh kernel of this Python, in a temporary folder of its own, by a supervising process
-forked from this one (``judge.supervise``; the kernel itself: ``sandbox``), and graded from
-outside that kernel: every question's check runs in the supervisor, fetching the student's
-values from the kernel and calling the student's functions through it. A submission that is
-not a notebook, a notebook of another lesson, or one that runs out of time is reported as
-such and the rest are graded; one whose cells raise is graded on what ran and the error is
-reported. ``--solutions`` grades the masters (the lessons' and the labs'), which must pass
-every question. A lab's set may name the least time its cold run needs
-(``ExerciseSet.seconds``: it embeds texts or starts a database); its notebooks get that long
-when ``--timeout`` is shorter. ``--timeout`` limits the notebook's cells and, apart, each
-question's check; a supervisor that overruns everything is killed with every process below it.
-
-Printed: per notebook and question, passed or not and the points. ``--csv FILE`` writes one
-row per notebook and question with the columns ``notebook,question,points,max_points,passed``
-(a submission that could not be graded at all gets one row with an empty question). The
-report and the CSV are written once, from this process's memory, after every kernel is gone.
-Exit status 0 when grading finished, 2 for bad arguments (a bad ``--as-user`` included), 130 after
-Ctrl-C and 128 + the signal after SIGTERM or SIGHUP (kernels killed, temporary folder removed, no CSV written).
-"""
+"""Grading exercise notebooks: what ``python -m ragcourse grade`` runs. What it does, prints and exits with
+is said once, in the command's docstring (``cli.grade``)."""
 from __future__ import annotations
 
 import csv

@@ -63,7 +63,7 @@ class PageChunk:
 
 
 @dataclass(frozen=True)
-class Query:
+class TrainingQuery:
     """A query written from a page: its text, its kind (one of ``KINDS``), its page, the ordinal of the
     page's chunk that answers it, and the page's words it was written from (``source``: the summary line or
     the sentence, before ``phrased`` turned it into a question; the text itself for names and headings)."""
@@ -85,7 +85,7 @@ class Group:
     positive: str
     negatives: tuple[str, ...]
     negative_pages: tuple[str, ...]
-    source: str = ""     # the page's words the query was written from (``Query.source``)
+    source: str = ""     # the page's words the query was written from (``TrainingQuery.source``)
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -97,7 +97,7 @@ class Group:
 class Supply:
     """Every query the corpus yields, by kind, and what was dropped on the way (kind -> count)."""
 
-    queries: tuple[Query, ...]
+    queries: tuple[TrainingQuery, ...]
     dropped: dict = field(default_factory=dict)
 
     def count(self, kind: str) -> int:
@@ -195,7 +195,7 @@ def query_supply(corpus, chunks: Sequence[PageChunk], excluded: Sequence[str]) -
                 key = normalised(first_sentence(section.text.split("\n\n", 1)[0]))
                 description_pages[key] = description_pages.get(key, 0) + 1
     banned = {normalised(text) for text in excluded}
-    queries: list[Query] = []
+    queries: list[TrainingQuery] = []
     dropped = {"equal to a question": 0, "no chunk holds it": 0, "shared with another page or short": 0}
 
     def add(text: str, kind: str, doc_id: str, ordinal: int | None) -> None:
@@ -205,7 +205,7 @@ def query_supply(corpus, chunks: Sequence[PageChunk], excluded: Sequence[str]) -
         elif ordinal is None:
             dropped["no chunk holds it"] += 1
         else:
-            queries.append(Query(asked, kind, doc_id, ordinal, text))
+            queries.append(TrainingQuery(asked, kind, doc_id, ordinal, text))
 
     for document in corpus.documents:
         own = by_page.get(document.doc_id, [])
@@ -250,11 +250,11 @@ def phrased(text: str, kind: str, doc_id: str) -> str:
     return form.format(body[:1].lower() + body[1:]) if form != "{}" else text
 
 
-def ordered(queries: Sequence[Query], seed: int) -> list[Query]:
+def ordered(queries: Sequence[TrainingQuery], seed: int) -> list[TrainingQuery]:
     """The queries in the order a budget takes them: every kind in proportion to its ``SHARES`` (the ``n``-th
     query of a kind comes at time ``n / share``), within a kind in an order fixed by a hash of the seed, the
     page and the text, so a small budget still mixes the kinds and spreads over the pages."""
-    by_kind: dict[str, list[Query]] = {}
+    by_kind: dict[str, list[TrainingQuery]] = {}
     for query in queries:
         by_kind.setdefault(query.kind, []).append(query)
     timed = []
@@ -311,7 +311,7 @@ class NegativeMiner:
             return chunk
         return next((c for c in own if set(c.headings) & set(positive.headings)), chunk)
 
-    def negatives(self, query: Query, positive: PageChunk, count: int) -> list[PageChunk]:
+    def negatives(self, query: TrainingQuery, positive: PageChunk, count: int) -> list[PageChunk]:
         """``count`` chunks of other pages, one a page, taken alternately from BM25's ranking of the chunks
         (each page's chunk in the positive's place, ``in_slot``) and the dense path's (the chunk as ranked)."""
         rankings = [iter([n for n, _ in self.bm25.search(query.text)]), iter(self.dense_order(query.doc_id))]
@@ -336,7 +336,7 @@ def training_groups(supply: Supply, chunks: Sequence[PageChunk], miner: Negative
     """The first ``groups`` queries of ``supply`` in ``ordered``'s order, each with its positive and
     ``negatives`` hard negatives, then shuffled by ``seed`` into training order; with what was skipped.
 
-    A summary or a sentence (``Query.source``) is cut out of every text of its group; for a summary every
+    A summary or a sentence (``TrainingQuery.source``) is cut out of every text of its group; for a summary every
     first chunk of the group also loses its own page's summary line (``titles``: doc id -> summary), so the
     positive is not the one first chunk without one."""
     import random
@@ -345,7 +345,7 @@ def training_groups(supply: Supply, chunks: Sequence[PageChunk], miner: Negative
     made: list[Group] = []
     skipped = {"positive too short once the query is cut": 0, "too few negatives": 0}
 
-    def shown(chunk: PageChunk, query: Query) -> str:
+    def shown(chunk: PageChunk, query: TrainingQuery) -> str:
         text = chunk.text
         if query.kind in CUT_KINDS:
             text = without(text, query.source)

@@ -130,3 +130,19 @@ def test_print_measures_and_add_paired_over_named_sets(capsys):
                              "vs late: theirs recall@5"]
     assert family.verdict("vs late: theirs hit@1") == "good beats late"
     assert family.verdict("vs late: mine recall@5") == "no difference this set can detect"
+
+
+def test_held_out_reads_the_fresh_set_by_default_and_names_a_wrong_set():
+    """The fresh set (frozen by hash) is what a lab reports on; the earlier ``test`` only on request."""
+    from ragcourse.corpus.apidocs import load_corpus
+    from ragcourse.corpus.queries import fresh_questions, real_questions
+    from ragcourse.labs.real_check import held_out
+
+    corpus = load_corpus()
+    fresh, earlier = held_out(corpus), held_out(corpus, "test")
+    assert {q.qid for q in fresh} <= {q.qid for q in fresh_questions()} and len(fresh) >= 200
+    assert {q.qid for q in earlier} <= {q.qid for q in real_questions("test")}
+    assert not {q.qid for q in fresh} & {q.qid for q in earlier}
+    assert fresh.coverage.total == len(fresh_questions())
+    with pytest.raises(ValueError, match="questions must be one of fresh, test; got 'dev'"):
+        held_out(corpus, "dev")

@@ -162,6 +162,6 @@ def test_a_lab_reads_the_fresh_set_unless_it_asks_for_the_earlier_test(lab):
     [reading] = ["".join(c["source"]) for c in cells if c["cell_type"] == "code" and "held_out(" in "".join(c["source"])]
     assert ("held_out(corpus)" in reading) == (lab in LABS_READING_FRESH)
     if lab in LABS_READING_FRESH:
-        printed = "".join(o.get("text", "") for c in cells if c["cell_type"] == "code" and "held_out(" in "".join(c["source"])
-                          for o in c["outputs"])
+        printed = "".join("".join(o.get("text", "")) for c in cells
+                          if c["cell_type"] == "code" and "held_out(" in "".join(c["source"]) for o in c["outputs"])
         assert "fresh test questions: 268 of 268" in printed

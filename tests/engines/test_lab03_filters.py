@@ -138,8 +138,8 @@ def test_the_hybrid_with_a_depth_and_a_filter_equals_chunk_search(constant, dept
 def test_the_search_commands_hybrid_is_lab_03s_dev_choice():
     from ragcourse.engines.catalogue import HYBRID, HybridSetting
 
-    assert HYBRID == HybridSetting("headed", "full strength", 10, 30)
-    assert str(HYBRID) == "headed recursive chunks, BM25 at full strength, 30 candidates a path, RRF k = 10"
+    assert HYBRID == HybridSetting("headed", "full strength", 10, 100)
+    assert str(HYBRID) == "headed recursive chunks, BM25 at full strength, 100 candidates a path, RRF k = 10"
     with pytest.raises(ValueError, match="units"):
         HybridSetting(units="pages")
     with pytest.raises(ValueError, match="lexical"):

@@ -9,7 +9,7 @@ Each retriever uses its lab's chunks, cut from the pages with their summary line
 lab 01's paragraphs (800 characters), ``tfidf`` and ``dense`` lab 02's word windows (60
 words, 20 overlap); ``hybrid`` is the configuration lab 03 chose on the real dev questions
 (``catalogue.HYBRID``): recursive chunks of 800 characters with the page title and section
-heading written in front, BM25 at full strength and dense, 30 candidates a path fused by RRF
+heading written in front, BM25 at full strength and dense, 100 candidates a path fused by RRF
 (k = 10);
 ``postgres`` is the package's pipeline at its default setting (``rag.pipeline.DEFAULT_SETTING``, what
 lab 04 kept) over its index (built by ``python -m

@@ -8,7 +8,7 @@ BM25 at full strength (``lexical.full_strength``: short stop list, names kept, S
 both over lab 01's paragraphs (800 characters); ``tfidf`` and ``dense`` use lab 02's word
 windows (60 words, 20 overlap); ``hybrid`` is the configuration lab 03 chose on the real ``dev``
 questions (``HYBRID``: recursive chunks of 800 characters with the page title and section heading
-written in front, BM25 at full strength and dense, 30 candidates a path fused by RRF with k = 10).
+written in front, BM25 at full strength and dense, 100 candidates a path fused by RRF with k = 10).
 Lab 04 compares its final system with each of them on the same questions, so they are built
 here once, not in the command line.
 """
@@ -31,7 +31,7 @@ class HybridSetting:
     units: str = "headed"
     lexical: str = "full strength"
     constant: int = 10
-    depth: int | None = 30
+    depth: int | None = 100
 
     def __post_init__(self):
         if self.units not in UNITS:

@@ -79,6 +79,8 @@ def test_a_shallow_first_stage_is_searched_deeper_until_it_holds_the_pages_asked
     shallow = Pipeline(small_index, FakeEncoder(), second_stage=FusedOrder(), per_path=1, keep=1, pages=1)
     deep = Pipeline(small_index, FakeEncoder(), second_stage=FusedOrder(), per_path=1, keep=1, pages=4)
     one, four = shallow.ask(question), deep.ask(question)
+    retriever = PipelineRetriever(deep)
+    assert [len(hits) for hits in retriever.search_many([question])] == [4] and retriever.deepened == 1
     assert one.pages.searches == 1 and len(one.pages.hits) == 1
     assert four.pages.searches > 1 and four.pages.per_path > 1, "two candidates hold at most two pages"
     assert len(four.pages.hits) == 4 and len(set(four.ranked_pages())) == 4
@@ -92,7 +94,7 @@ def test_more_pages_than_the_tenant_has_stop_when_the_paths_run_out_and_are_coun
     retriever = PipelineRetriever(pipeline)
     found = retriever.search_many(["What does the walrus eat?", "lava and magma"])
     assert all(len(hits) == len(CORPUS) for hits in found), "every page once, no more"
-    assert retriever.short == 2 and retriever.folded > 0
+    assert retriever.short == 2 and retriever.folded > 0 and retriever.deepened == 0
     trace = pipeline.ask("lava and magma")
     assert trace.pages.per_path < MAX_PER_PATH, "a path that came back short holds every row: no deeper search"
     filtered = retriever.search_many(["What does the walrus eat?"], allowed={"beta"})
@@ -214,7 +216,8 @@ def test_search_postgres_returns_k_distinct_pages_and_says_what_it_passed_over(d
             captured = capsys.readouterr()
             pages = [hit["doc_id"] for hit in json.loads(captured.out)["results"]]
             assert len(pages) == len(set(pages)) == min(k, len(CORPUS))
-            assert f"pages: {k} asked a question; {int(k > len(CORPUS))} of 1 questions got fewer" in captured.err
+            assert f"pages: {k} asked a question; 0 of 1 questions searched deeper, {int(k > len(CORPUS))} got fewer" \
+                in captured.err
     finally:
         index.drop()
         index.close()

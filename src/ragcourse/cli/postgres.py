@@ -136,7 +136,7 @@ def postgres_document_hits(questions: list[str], allowed=None, k: int = 10) -> l
     finally:
         index.close()
         database.close()
-    print(f"pages: {k} asked a question; {retriever.short} of {len(questions)} questions got fewer; passed over "
-          f"{retriever.folded} chunks of a page already listed and {retriever.filtered_out} pages filtered out",
-          file=sys.stderr)
+    print(f"pages: {k} asked a question; {retriever.deepened} of {len(questions)} questions searched deeper, "
+          f"{retriever.short} got fewer; passed over {retriever.folded} chunks of a page already listed and "
+          f"{retriever.filtered_out} pages filtered out", file=sys.stderr)
     return found

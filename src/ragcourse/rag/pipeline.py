@@ -301,14 +301,15 @@ class PipelineRetriever:
     fewer). ``allowed`` (page ids) applies inside, before the list is cut, so a filter leaves
     ``pages`` pages whenever the tenant has that many allowed pages within ``MAX_PER_PATH``
     candidates a path; ``filtered_out`` counts the pages it passed over, ``folded`` the chunks of a
-    page already listed and ``short`` the questions that got fewer than ``pages``, over every call.
+    page already listed, ``deepened`` the questions searched deeper and ``short`` those that got fewer
+    than ``pages``, over every call.
     """
 
     name = "postgres"
 
     def __init__(self, pipeline: Pipeline, tenant: str = DEFAULT_TENANT):
         self.pipeline, self.tenant = pipeline, check_tenant(tenant)
-        self.filtered_out = self.folded = self.short = 0
+        self.filtered_out = self.folded = self.deepened = self.short = 0
 
     def search_many(self, questions: Sequence[str], allowed=None) -> list[list]:
         """One list of ``DocumentHit`` per question (ValueError for an empty, NUL-holding or overlong one)."""
@@ -319,6 +320,7 @@ class PipelineRetriever:
             pages = trace.pages
             self.filtered_out += pages.filtered
             self.folded += pages.folded
+            self.deepened += pages.searches > 1
             self.short += len(pages.hits) < pages.wanted
             results.append([DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score) for sp in pages.hits])
         return results

@@ -72,6 +72,20 @@ def test_cross_validation_never_lets_a_questions_own_judgement_rank_it():
     assert honest["q0"][0] == "numpy.right0"
 
 
+def test_cross_validated_pages_are_the_whole_order_each_page_once_after_the_kept_chunks_pages():
+    traces, questions = synthetic()
+    extra = trace("question 0", [(900, "numpy.right0", 3.0), *[(c.passage.chunk_id, c.passage.doc_id, c.score)
+                                                                for c in traces[0].candidates.full_text]],
+                  [(c.passage.chunk_id, c.passage.doc_id, c.score) for c in traces[0].candidates.dense])
+    traces[0] = extra                                   # a second chunk of the judged page
+    kept = cross_validated_runs(traces, questions, keep=1)
+    ranked = cross_validated_runs(traces, questions, keep=1, pages=10)
+    assert all(len(kept[q.qid]) == 1 for q in questions)
+    assert all(ranked[q.qid] == [kept[q.qid][0], *({f"numpy.right{i}", f"numpy.wrong{i}"} - set(kept[q.qid]))]
+               for i, q in enumerate(questions)), "both pages, each once, the kept chunk's page first"
+    assert cross_validated_runs(traces, questions, pages=1) == kept
+
+
 def test_folds_are_fixed_balanced_and_checked():
     questions = synthetic(23)[1]
     fold = folds_of(questions, 5)

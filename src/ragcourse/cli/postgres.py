@@ -118,11 +118,12 @@ def require_index(index, schema: str, corpus: Path | None, tenant: str | None = 
                            "date") from None
 
 
-def postgres_document_hits(questions: list[str], allowed=None) -> list[list]:
-    """``search --retriever postgres``: the pipeline's ranked list at ``rag.pipeline.DEFAULT_SETTING``, as
-    documents (``rag.pipeline.PipelineRetriever``; ``allowed`` keeps those pages of each list).
+def postgres_document_hits(questions: list[str], allowed=None, k: int = 10) -> list[list]:
+    """``search --retriever postgres``: the pipeline's ranked list of ``k`` pages at ``rag.pipeline.DEFAULT_SETTING``,
+    as documents (``rag.pipeline.PipelineRetriever``; ``allowed`` keeps those pages, before the list is cut).
 
     The same list lab 04's ladder measures on ``dev`` and compares with the other retrievers on ``test``.
+    What making the lists passed over goes to stderr in one line (``--json`` output stays clean).
     """
     from ..rag.pipeline import DEFAULT_SETTING, PipelineRetriever
 
@@ -130,7 +131,12 @@ def postgres_document_hits(questions: list[str], allowed=None) -> list[list]:
     database, index = open_index(schema)
     try:
         require_index(index, schema, None)
-        return PipelineRetriever(DEFAULT_SETTING.pipeline(index, index.encoder)).search_many(questions, allowed)
+        retriever = PipelineRetriever(DEFAULT_SETTING.pipeline(index, index.encoder, pages=k))
+        found = retriever.search_many(questions, allowed)
     finally:
         index.close()
         database.close()
+    print(f"pages: {k} asked a question; {retriever.deepened} of {len(questions)} questions searched deeper, "
+          f"{retriever.short} got fewer; passed over {retriever.folded} chunks of a page already listed and "
+          f"{retriever.filtered_out} pages filtered out", file=sys.stderr)
+    return found

@@ -15,12 +15,13 @@ heading written in front, BM25 at full strength and dense, 100 candidates a path
 lab 04 kept) over its index (built by ``python -m
 ragcourse index``: recursive 800-character chunks with headers and summary lines): BM25 in
 PostgreSQL and pgvector, 60 candidates each, ordered by the learned combination of both paths'
-evidence (``rerank.LearnedOrder``, fitted on the real dev questions), its best 8 chunks.
+evidence (``rerank.LearnedOrder``, fitted on the real dev questions), each page once, to k pages
+(searched deeper when the candidates hold fewer; ``rag.pipeline.RankedPages``, its counts on stderr).
 Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter
 inside the search (before the top k is cut), so a filter never leaves fewer than k results
-when k visible pages match; ``hybrid`` ranks only the pages of its candidates (30 visible
-chunks a path), so it returns fewer than k when k is larger than those pages. The model loads once per call, however many questions the
-file holds.
+when k visible pages match (``postgres``: within 1,000 candidates a path); ``hybrid`` ranks only
+the pages of its candidates (30 visible chunks a path), so it returns fewer than k when k is
+larger than those pages. The model loads once per call, however many questions the file holds.
 """
 from __future__ import annotations
 
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace, out) -> int:
             from .postgres import postgres_document_hits
             from ..rag.search import check_question
 
-            answers = postgres_document_hits([check_question(q) for q in questions], allowed)
+            answers = postgres_document_hits([check_question(q) for q in questions], allowed, args.k)
         else:
             answers = _answers(args.retriever, questions, allowed)
     except ModelUnavailable as error:

@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from ..corpus.queries import Question
-from ..rag.pipeline import Trace
+from ..rag.pipeline import Trace, distinct_pages
 from ..rag.rerank import KEEP, LearnedOrder, LearnedWeights, candidate_features
 
 FOLDS = 5
@@ -69,8 +69,13 @@ def fit(traces: Sequence[Trace], questions: Sequence[Question]) -> LearnedWeight
 
 
 def cross_validated_runs(traces: Sequence[Trace], questions: Sequence[Question], folds: int = FOLDS,
-                         keep: int = KEEP) -> dict[str, list[str]]:
-    """qid -> pages of the ``keep`` best chunks, each question ranked by weights fitted without its fold."""
+                         keep: int = KEEP, pages: int | None = None) -> dict[str, list[str]]:
+    """qid -> pages of the ``keep`` best chunks, each question ranked by weights fitted without its fold.
+
+    With ``pages``, the system's ranked list instead (``rag.pipeline.distinct_pages``: every candidate in
+    order, each page once, to ``pages``), as the pipeline's ``Trace.pages`` ranks it; where the traces'
+    candidates hold fewer pages the list is shorter (the pipeline would search deeper).
+    """
     fold = folds_of(questions, folds)
     runs: dict[str, list[str]] = {}
     for held in range(folds):
@@ -78,6 +83,9 @@ def cross_validated_runs(traces: Sequence[Trace], questions: Sequence[Question],
         order = LearnedOrder(fit([traces[i] for i in train], [questions[i] for i in train]))
         for i in (i for i in range(len(questions)) if fold[i] == held):
             candidates = traces[i].candidates
-            ranked = order.order(traces[i].question, candidates.full_text, candidates.dense, keep=keep).ranked
-            runs[questions[i].qid] = list(dict.fromkeys(sp.passage.doc_id for sp in ranked))
+            every = len({sp.passage.chunk_id for sp in (*candidates.full_text, *candidates.dense)})
+            depth = keep if pages is None else max(1, every)
+            ranked = order.order(traces[i].question, candidates.full_text, candidates.dense, keep=depth).ranked
+            runs[questions[i].qid] = (list(dict.fromkeys(sp.passage.doc_id for sp in ranked)) if pages is None
+                                      else [sp.passage.doc_id for sp in distinct_pages(ranked, pages)[0]])
     return runs

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from ..corpus.queries import Question
-from ..rag.pipeline import Pipeline, Setting, Trace
+from ..rag.pipeline import PAGES, Pipeline, Setting, Trace
 from ..rag.context import AssembledContext, ContextBudget, assemble, token_counter
 from ..rag.passages import Passage, ScoredPassage
 from ..rag.reader import Answer, ExtractiveReader
@@ -89,8 +89,12 @@ class SettingRuns:
         return self._traces[key]
 
     def run(self, setting: Setting, questions: Sequence[Question], name: str, stage: str = "reranked") -> dict:
-        """qid -> the stage's pages, best first (``reranked``: the system's ranked list)."""
-        return {q.qid: t.documents(stage) for q, t in zip(questions, self.traces(setting, questions, name))}
+        """qid -> the stage's pages, best first (``reranked``: the system's ranked list, ``Trace.ranked_pages``:
+        the second stage's order, each page once, to 10 pages, as ``search --retriever postgres`` returns it)."""
+        traces = self.traces(setting, questions, name)
+        if stage == "reranked":
+            return {q.qid: t.ranked_pages() for q, t in zip(questions, traces)}
+        return {q.qid: t.documents(stage) for q, t in zip(questions, traces)}
 
     def dev_run(self, setting: Setting, questions: Sequence[Question], name: str) -> dict:
         """``run``, except that a learned second stage is judged by cross-validation over ``questions``
@@ -100,7 +104,7 @@ class SettingRuns:
         from .learned import cross_validated_runs
 
         first_stage = self.traces(setting.changed(second_stage="none"), questions, name)
-        return cross_validated_runs(first_stage, questions, keep=self.keep)
+        return cross_validated_runs(first_stage, questions, pages=PAGES)
 
     def close(self) -> None:
         for index in self.indexes.values():

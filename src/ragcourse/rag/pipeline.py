@@ -1,9 +1,15 @@
 """The RAG pipeline over lab 04's PostgreSQL index, end to end, with a trace of every stage, and its settings.
 
 question -> full text + dense candidates (PostgreSQL) -> reciprocal rank fusion ->
-second stage (keeps 8) -> context assembly (dedup, overlap, passage and token limits) ->
-reader (the extractive reader's sentences, or the generating reader's words, with
-``source#ordinal`` citations, or an abstention).
+second stage (orders every candidate; its best 8 chunks go on) -> context assembly (dedup,
+overlap, passage and token limits) -> reader (the extractive reader's sentences, or the
+generating reader's words, with ``source#ordinal`` citations, or an abstention).
+
+Beside the context, the second stage's whole order is the system's ranked list of pages
+(``RankedPages``, ``Trace.pages``): each page once, in rank order, to ``pages`` pages (10 by
+default, the depth of MRR@10), searched deeper when the candidates hold fewer pages than that.
+It is what ``search --retriever postgres`` prints and what lab 04 measures; the 8 chunks the
+context reads are its first pages' chunks, so the answer does not depend on it.
 
 ``Pipeline.ask`` returns a ``Trace``: each stage's output and time, so a wrong answer can
 be followed back from the reader to the rows it came from. Each stage is called through its
@@ -18,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 
@@ -32,6 +38,82 @@ from .search import (DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, PathMe
 from .store import DEFAULT_TENANT, PgIndex, check_tenant
 
 STAGES = ("full text", "dense", "fused", "reranked", "admitted")
+PAGES = 10            # pages the system ranks unless told otherwise: the depth of MRR@10 and of `search -k 10`
+MAX_PER_PATH = 1000   # the deepest first stage a search for more pages runs (candidates a path)
+
+
+def distinct_pages(ranked: Sequence[ScoredPassage], wanted: int, allowed: Collection[str] | None = None,
+                   listed: Sequence[ScoredPassage] = ()) -> tuple[list[ScoredPassage], int, int, int]:
+    """(pages, folded, filtered, left): ``ranked`` walked in rank order, each page once, until ``wanted`` pages.
+
+    A page is listed with its first (best) chunk, re-ranked 1, 2, ... by page. ``listed`` are pages
+    found before (a shallower search's): they stay first, and the walk only adds pages after them.
+    ``folded`` counts the chunks passed over because their page was already listed, ``filtered``
+    the pages passed over because ``allowed`` (page ids; None: every page) lacks them, both before
+    the list was full; ``left`` the allowed pages of ``ranked`` the list had no room for.
+    """
+    from ..lesson.params import check_positive_int
+
+    wanted = check_positive_int("wanted", wanted)
+    pages = [ScoredPassage(sp.passage, sp.score, rank) for rank, sp in enumerate(listed[:wanted], start=1)]
+    seen, refused, beyond = {sp.passage.doc_id for sp in pages}, set(), set()
+    folded = 0
+    for sp in ranked:
+        page = sp.passage.doc_id
+        if page in seen:
+            folded += len(pages) < wanted
+        elif allowed is not None and page not in allowed:
+            if len(pages) < wanted:
+                refused.add(page)
+        elif len(pages) < wanted:
+            seen.add(page)
+            pages.append(ScoredPassage(sp.passage, sp.score, len(pages) + 1))
+        else:
+            beyond.add(page)
+    return pages, folded, len(refused), len(beyond)
+
+
+def deeper_per_path(per_path: int, found: int, wanted: int) -> int:
+    """Candidates a path for the next search, after ``per_path`` a path found ``found`` of ``wanted`` pages.
+
+    Pages grow about in proportion to the candidates, so the next search asks for what that
+    share predicts (``per_path * wanted / found``), at least twice ``per_path``, at most ``MAX_PER_PATH``.
+    """
+    projected = math.ceil(per_path * wanted / max(found, 1))
+    return min(MAX_PER_PATH, max(2 * per_path, projected))
+
+
+@dataclass(frozen=True)
+class RankedPages:
+    """The system's ranked list of pages for one question, and what making it passed over.
+
+    ``hits`` are the pages, best first, each with the chunk that won it and that chunk's
+    second-stage score (``rank``: the page's place). ``wanted`` is how many were asked for; fewer
+    means the tenant's allowed pages ran out before ``MAX_PER_PATH`` candidates a path. ``folded``,
+    ``filtered`` and ``left`` are ``distinct_pages``'s counts over the last (deepest) candidates
+    ranked; ``per_path`` is that search's depth and ``searches`` the first-stage searches run (1
+    unless the pipeline's candidates held fewer than ``wanted`` pages).
+    """
+
+    hits: tuple[ScoredPassage, ...]
+    wanted: int
+    folded: int
+    filtered: int
+    left: int
+    per_path: int
+    searches: int = 1
+
+    @property
+    def doc_ids(self) -> list[str]:
+        """The pages' ids, best first."""
+        return [sp.passage.doc_id for sp in self.hits]
+
+    def line(self) -> str:
+        """One line: how many pages, from what, and what was passed over."""
+        deeper = "" if self.searches == 1 else f" after {self.searches} searches"
+        return (f"pages: {len(self.hits)} of {self.wanted} wanted, from {self.per_path} candidates a path{deeper}; "
+                f"passed over {self.folded} chunks of a page already listed, {self.filtered} pages filtered out; "
+                f"{self.left} more pages ranked below")
 
 
 @dataclass(frozen=True)
@@ -45,6 +127,7 @@ class Trace:
     context: AssembledContext
     answer: Answer
     seconds: dict = field(default_factory=dict)
+    pages: RankedPages | None = None
 
     def stage(self, name: str) -> tuple[ScoredPassage, ...]:
         """The passages a stage ended with, best first (one of ``STAGES``)."""
@@ -56,8 +139,15 @@ class Trace:
         return lists[name]
 
     def documents(self, name: str) -> list[str]:
-        """The stage's source documents, best first, each once."""
+        """The stage's source documents, best first, each once (``reranked``: the pages of the 8 chunks the
+        context reads; the system's ranked list, deeper, is ``ranked_pages``)."""
         return list(dict.fromkeys(sp.passage.doc_id for sp in self.stage(name)))
+
+    def ranked_pages(self) -> list[str]:
+        """The system's ranked list of pages (``pages``), best first; its first pages are ``documents("reranked")``."""
+        if self.pages is None:
+            return self.documents("reranked")
+        return self.pages.doc_ids
 
     def to_dict(self) -> dict:
         """The trace as plain JSON-ready data (with ``dense_search`` when the dense path was approximate)."""
@@ -76,6 +166,11 @@ class Trace:
             "fused": rows(self.candidates.fused), "union_size": self.candidates.union_size,
             "reranker": {"name": self.reranked.name, "truncated": self.reranked.truncated,
                          "kept": rows(self.reranked.ranked)},
+            **({} if self.pages is None else {"pages": {
+                "ranked": [{"doc_id": sp.passage.doc_id, "citation": sp.passage.citation, "score": round(sp.score, 6)}
+                           for sp in self.pages.hits],
+                "wanted": self.pages.wanted, "folded": self.pages.folded, "filtered": self.pages.filtered,
+                "left": self.pages.left, "per_path": self.pages.per_path, "searches": self.pages.searches}}),
             "context": {"admitted": rows(self.context.admitted),
                         "dropped": [{"citation": sp.passage.citation, "reason": reason}
                                     for sp, reason in self.context.dropped],
@@ -97,6 +192,8 @@ class Trace:
                f"{r.truncated} cut at 2,000 characters"]
         for sp in r.ranked:
             out.append(f"  {sp.rank}. {sp.score:7.4f}  {sp.passage.citation}")
+        if self.pages is not None:
+            out.append(self.pages.line())
         drops = ", ".join(f"{n} {reason}" for reason, n in drop_counts(x).items() if n)
         out.append(f"context: {len(x.admitted)} admitted ({x.tokens} tokens, {x.characters} characters, "
                    f"{x.repeated_characters} repeated); dropped: {drops or 'none'}")
@@ -109,6 +206,9 @@ class Trace:
 class Pipeline:
     """The whole pipeline over one index; every part can be swapped (second stage, budget, reader).
 
+    The second stage orders every candidate; its first ``keep`` chunks go to the context, and the
+    whole order, each page once, is the ranked list of ``pages`` pages (``RankedPages``).
+
     The second stage is any ``stages.SecondStage`` (the MiniLM re-scorer by default), the reader
     any ``stages.Reader`` (the extractive reader by default); each is called through its protocol.
     """
@@ -116,23 +216,27 @@ class Pipeline:
     def __init__(self, index: PgIndex, encoder, second_stage: SecondStage | None = None,
                  budget: ContextBudget | None = None, reader: Reader | None = None, per_path: int = PER_PATH,
                  constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP,
-                 lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None):
+                 lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None, pages: int = PAGES):
         from ..lesson.params import check_int
 
         self.index, self.encoder = index, encoder
         self.second_stage = second_stage or make_reranker(encoder)
         self.budget = budget or ContextBudget()
         self.reader = reader or ExtractiveReader(encoder)
-        self.per_path = check_int("per_path", per_path, 1, 1000)
+        self.per_path = check_int("per_path", per_path, 1, MAX_PER_PATH)
         self.keep = check_int("keep", keep, 1, 100)
+        self.pages = check_int("pages", pages, 1, MAX_PER_PATH)
         self.constant, self.exact = constant, exact
         self.lexical = check_lexical(lexical)
         self.count_tokens = token_counter(encoder)
         self.memo = memo   # a PathMemo: first-stage rows asked before come from memory (see rag.search)
 
     def ask(self, question: str, tenant: str = DEFAULT_TENANT, vector: np.ndarray | None = None,
-            session=None) -> Trace:
-        """Answer one question for ``tenant``; ValueError for an empty, NUL-holding or overlong question."""
+            session=None, allowed: Collection[str] | None = None) -> Trace:
+        """Answer one question for ``tenant``; ValueError for an empty, NUL-holding or overlong question.
+
+        ``allowed`` (page ids) applies to the ranked list of pages only (``Trace.pages``), before it is
+        cut: the context and the answer do not depend on it."""
         question = check_question(question)
         check_tenant(tenant)
         started = time.perf_counter()
@@ -142,7 +246,9 @@ class Pipeline:
         found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
                            lexical=self.lexical, memo=self.memo)
         before_rerank = time.perf_counter()
-        reranked = self.second_stage.reorder(question, found, self.keep)
+        order = self.second_stage.reorder(question, found, max(1, found.union_size))
+        # The order's first ``keep`` are what a call with ``keep`` returns: every second stage sorts, then cuts.
+        reranked = RerankResult(order.ranked[:self.keep], order.truncated, order.scored, order.name)
         ranked = time.perf_counter()
         context = assemble(reranked.ranked, self.budget, self.count_tokens)
         assembled = time.perf_counter()
@@ -150,10 +256,33 @@ class Pipeline:
         done = time.perf_counter()
         seconds = {"encode": encoded - started, **found.seconds, "rerank": ranked - before_rerank,
                    "assemble": assembled - ranked, "read": done - assembled}
-        return Trace(question, tenant, found, reranked, context, answer, seconds)
+        pages = self.rank_pages(question, tenant, vector, session, found, order, allowed)
+        return Trace(question, tenant, found, reranked, context, answer, seconds, pages)
 
-    def ask_many(self, questions: Sequence[str], tenant: str = DEFAULT_TENANT) -> list[Trace]:
-        """Several questions, their vectors encoded in one call."""
+    def rank_pages(self, question: str, tenant: str, vector: np.ndarray, session, found: Candidates,
+                   order: RerankResult, allowed: Collection[str] | None = None) -> RankedPages:
+        """The second stage's ``order`` of ``found`` as ``pages`` distinct pages; searched deeper while too few.
+
+        While the pages found fall short of ``pages`` and a path came back full (it may hold more),
+        the first stage runs again ``deeper_per_path`` candidates a path (at most ``MAX_PER_PATH``)
+        and its order adds the pages not yet listed after those already listed, so a page's place
+        never depends on the deeper search.
+        """
+        per_path, searches = self.per_path, 1
+        hits, folded, filtered, left = distinct_pages(order.ranked, self.pages, allowed)
+        while (len(hits) < self.pages and per_path < MAX_PER_PATH
+               and max(len(found.full_text), len(found.dense)) >= per_path):
+            per_path = deeper_per_path(per_path, len(hits), self.pages)
+            found = candidates(self.index, question, vector, per_path, tenant, self.exact, self.constant, session,
+                               lexical=self.lexical, memo=self.memo)
+            order = self.second_stage.reorder(question, found, max(1, found.union_size))
+            hits, folded, filtered, left = distinct_pages(order.ranked, self.pages, allowed, listed=hits)
+            searches += 1
+        return RankedPages(tuple(hits), self.pages, folded, filtered, left, per_path, searches)
+
+    def ask_many(self, questions: Sequence[str], tenant: str = DEFAULT_TENANT,
+                 allowed: Collection[str] | None = None) -> list[Trace]:
+        """Several questions, their vectors encoded in one call (``allowed``: as for ``ask``)."""
         texts = [check_question(q) for q in questions]
         check_tenant(tenant)
         if not texts:
@@ -161,38 +290,39 @@ class Pipeline:
         vectors = self.encoder.encode(texts)
         # One read-only session for the batch; each question's queries are still timed on their own.
         with self.index.reader(tenant, exact=self.exact) as session:
-            return [self.ask(text, tenant, vector, session) for text, vector in zip(texts, vectors)]
+            return [self.ask(text, tenant, vector, session, allowed) for text, vector in zip(texts, vectors)]
 
 
 class PipelineRetriever:
-    """The pipeline's ranked list as a ``stages.Retriever``: each question's pages in its second stage's order.
+    """The pipeline's ranked list as a ``stages.Retriever``: each question's pages (``Trace.pages``).
 
-    A question's hits are the ``reranked`` stage's chunks collapsed to their pages (each page once,
-    with the chunk that won it and that chunk's score). ``allowed`` (page ids) applies to that finished
-    list, since the pipeline's search does not filter by page, so fewer than ``keep`` pages can remain:
-    ``filtered_out`` counts the hits it removed, over every call.
+    A question's hits are the second stage's whole order, each page once, with the chunk that won it
+    and that chunk's score, to the pipeline's ``pages`` (searched deeper when its candidates hold
+    fewer). ``allowed`` (page ids) applies inside, before the list is cut, so a filter leaves
+    ``pages`` pages whenever the tenant has that many allowed pages within ``MAX_PER_PATH``
+    candidates a path; ``filtered_out`` counts the pages it passed over, ``folded`` the chunks of a
+    page already listed, ``deepened`` the questions searched deeper and ``short`` those that got fewer
+    than ``pages``, over every call.
     """
 
     name = "postgres"
 
     def __init__(self, pipeline: Pipeline, tenant: str = DEFAULT_TENANT):
         self.pipeline, self.tenant = pipeline, check_tenant(tenant)
-        self.filtered_out = 0
+        self.filtered_out = self.folded = self.deepened = self.short = 0
 
     def search_many(self, questions: Sequence[str], allowed=None) -> list[list]:
         """One list of ``DocumentHit`` per question (ValueError for an empty, NUL-holding or overlong one)."""
         from ..engines.retrievers import DocumentHit
 
         results = []
-        for trace in self.pipeline.ask_many(questions, self.tenant):
-            seen, hits = set(), []
-            for sp in trace.stage("reranked"):
-                if sp.passage.doc_id not in seen:
-                    seen.add(sp.passage.doc_id)
-                    hits.append(DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score))
-            kept = hits if allowed is None else [hit for hit in hits if hit.doc_id in allowed]
-            self.filtered_out += len(hits) - len(kept)
-            results.append(kept)
+        for trace in self.pipeline.ask_many(questions, self.tenant, allowed):
+            pages = trace.pages
+            self.filtered_out += pages.filtered
+            self.folded += pages.folded
+            self.deepened += pages.searches > 1
+            self.short += len(pages.hits) < pages.wanted
+            results.append([DocumentHit(sp.passage.doc_id, sp.passage.ordinal, sp.score) for sp in pages.hits])
         return results
 
 
@@ -245,8 +375,8 @@ class Setting:
         return (self.policy, self.summaries, self.headers)
 
     def pipeline(self, index: PgIndex, encoder, reader=None, keep: int | None = None, max_passages: int = 6,
-                 max_tokens: int | None = None, second_stage=None):
-        """The whole pipeline at this setting over ``index`` (a ``Pipeline``).
+                 max_tokens: int | None = None, second_stage=None, pages: int = PAGES):
+        """The whole pipeline at this setting over ``index`` (a ``Pipeline``), ranking ``pages`` pages.
 
         The second stage is the setting's (``second_stage``, a ``stages.SecondStage``, replaces it,
         e.g. a cross-encoder); ``max_tokens`` replaces the setting's budget.
@@ -258,7 +388,7 @@ class Setting:
                             "none": FusedOrder}[self.second_stage]()
         budget = ContextBudget(max_passages=max_passages, max_tokens=max_tokens or self.max_tokens)
         return Pipeline(index, encoder, second_stage=second_stage, budget=budget, reader=reader, per_path=self.per_path,
-                        constant=self.constant, keep=keep or KEEP, lexical=self.lexical)
+                        constant=self.constant, keep=keep or KEEP, lexical=self.lexical, pages=pages)
 
     def changed(self, **changes) -> "Setting":
         from dataclasses import replace

@@ -28,7 +28,7 @@ from ...engines.retrievers import DenseRetriever, TfidfRetriever, collapse, meas
 from ...engines.tfidf import TfidfIndex, tfidf_tokens
 from ...labs.embedding_plan import LAB02_EXERCISE_MODULES, LAB02_EXERCISE_WINDOW
 from .shared import corpus
-from ..framework import (ExerciseSet, Mismatch, Question as Exercise, as_number, call, check_choice, expect_number,
+from ..framework import (Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 
 SUBSET_MODULES = LAB02_EXERCISE_MODULES        # planned for embedding by ``labs.embedding_plan``

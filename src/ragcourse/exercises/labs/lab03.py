@@ -33,7 +33,7 @@ from ...labs.practice import CAUSES, ChunkSearch, Evidence, failure_cause, first
 from ...labs.real_check import paired
 from ...retrieval.significance import signed, p_text
 from .shared import corpus, expect_report, judged
-from ..framework import (ExerciseSet, Failed, Mismatch, NotDone, Question as Exercise, call,
+from ..framework import (Exercise, ExerciseSet, Failed, Mismatch, NotDone, call,
                          first_hint, is_placeholder, require_function, shown)
 
 SUBSET_MODULES = ("numpy.linalg", "numpy.fft")

@@ -31,7 +31,7 @@ from ...rag.store import READER_ROLE, Check, PgIndex, check_tenant, counts_by_te
 from ...rag.schema import READ_TABLES
 from .shared import corpus, judged
 from ..lending import ReadOnlyIndex
-from ..framework import (ExerciseSet, Mismatch, Question as Exercise, call, check_choice, first_hint,
+from ..framework import (Exercise, ExerciseSet, Mismatch, call, check_choice, first_hint,
                          require_function, shown)
 
 TENANT_MODULES = {"numpy.fft": "signal-team", "numpy.linalg": "linalg-team"}

@@ -232,3 +232,4 @@ def test_a_class_defined_twice_is_seen():
     }
     assert classes_defined_twice(modules) == {"Answer": ["ragcourse.exercises.wire", "ragcourse.rag.reader"]}
     assert classes_defined_twice({"a": "class _Parser: pass", "b": "class _Parser: pass"}) == {"_Parser": ["a", "b"]}
+

@@ -26,7 +26,7 @@ from ragcourse.rag import store as store_module
 from ragcourse.rag.pipeline import STAGES, Pipeline as Baseline
 from ragcourse.rag.database import URL_VARIABLE, DatabaseUnavailable, open_database
 from ragcourse.rag.health import CHECKS, WINDOW
-from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.engines.chunking.policy import ChunkPolicy
 from ragcourse.rag.store import PgIndex, counts_by_tenant
 from ragcourse.rag.search import (MAX_QUESTION_CHARS, candidates, check_question, dense, full_text, or_query,
                                      query_terms)

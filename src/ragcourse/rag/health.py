@@ -16,7 +16,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .ingest import ChunkPolicy, Skipped
+from ..engines.chunking.policy import ChunkPolicy
+from .ingest import Skipped
 from .schema import SCHEMA_VERSION, is_current
 
 IN_SCOPE = "(%(tenant)s::text IS NULL OR {t}.tenant = %(tenant)s)"

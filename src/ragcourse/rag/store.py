@@ -41,10 +41,11 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from ..engines.chunking.policy import ChunkPolicy
 from .database import Database, check_schema
 from .health import (CHECKS, CHUNKS, DAMAGED_SOURCES, SOURCES, STALE_TENANTS, STORED, TEXTS, Check, HealthReport,
                      RefreshReport, absent, file_status)
-from .ingest import ChunkPolicy, Skipped, SourceFile, discover, read_all
+from .ingest import Skipped, SourceFile, discover, read_all
 from .privileges import require
 from .schema import (DDL, DEFAULT_TENANT, DIMENSION, LEXEME_COUNT, NAMES_CONFIGURATION, OLD_POLICY, POLICY, READ_TABLES,
                      READER_ROLE, SCHEMA_VERSION, SPLIT_NAMES, TENANT_PATTERN, TENANT_TABLES, TEXT_INDEXES,

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...corpus.queries import Question, judgements, self_retrieval
-from ...engines.chunkers import TextChunk, chunk_corpus, word_windows
+from ...engines.chunking.text_chunks import TextChunk, chunk_corpus, word_windows
 from ...engines.dense import DenseEncoder, dense_ranking
 from ...engines.lexical import lexical_tokens
 from ...engines.retrievers import DenseRetriever, TfidfRetriever, collapse, measure, run_questions

@@ -26,7 +26,7 @@ from ...corpus.queries import Question, judgements
 from ...engines.dense import dense_ranking
 from ...engines.filters import late_filter, user_named
 from ...engines.retrievers import Bm25Retriever, DenseRetriever, collapse, measure
-from ...engines.splitters import sentence_units, section_chunks
+from ...engines.chunking.splitters import sentence_units, section_chunks
 from ...labs.failures import stemmed_tokens
 from ...labs.practice import CAUSES, Evidence, failure_cause, first_rank, rrf, word_share
 from ...labs.real_check import paired
@@ -441,7 +441,7 @@ def self_check_measurements() -> dict[str, tuple[str, list[str]]]:
 
 @lru_cache(maxsize=1)
 def _segment():
-    from ...engines.splitters import pysbd_segmenter
+    from ...engines.chunking.splitters import pysbd_segmenter
 
     return pysbd_segmenter()
 

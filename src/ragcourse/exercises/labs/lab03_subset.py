@@ -10,10 +10,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...corpus.queries import Question, answerable_in, real_questions
-from ...engines.chunkers import TextChunk
+from ...engines.chunking.text_chunks import TextChunk
 from ...engines.dense import DenseEncoder
 from ...engines.retrievers import Bm25Retriever, DenseRetriever
-from ...engines.splitters import recursive_chunks, with_header
+from ...engines.chunking.splitters import recursive_chunks, with_header
 from ...labs.practice import ChunkSearch
 from .shared import corpus, judged
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from ...engines.dense import DenseEncoder
 from ...rag.pipeline import Pipeline, Trace
 from ...rag.context import ContextBudget
-from ...rag.ingest import ChunkPolicy
+from ...engines.chunking.policy import ChunkPolicy
 from ...rag.reader import citation_doc_id
 from ...rag.store import READER_ROLE, Check, PgIndex, check_tenant, counts_by_tenant
 from .lab04_scratch import (NEW_TENANTS, as_role, create_role, scratch_index, small_subset, team_of, trace_subset, visible,

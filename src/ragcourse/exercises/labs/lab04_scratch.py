@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from ...rag.database import open_database
-from ...rag.ingest import ChunkPolicy
+from ...engines.chunking.policy import ChunkPolicy
 from ...rag.store import PgIndex
 from ...rag.schema import READ_TABLES
 from .shared import corpus, judged

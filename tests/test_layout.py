@@ -233,3 +233,22 @@ def test_a_class_defined_twice_is_seen():
     assert classes_defined_twice(modules) == {"Answer": ["ragcourse.exercises.wire", "ragcourse.rag.reader"]}
     assert classes_defined_twice({"a": "class _Parser: pass", "b": "class _Parser: pass"}) == {"_Parser": ["a", "b"]}
 
+
+
+MAX_LINES = 500
+
+
+def long_modules(modules: dict[str, str], limit: int = MAX_LINES) -> dict[str, int]:
+    """Every module of more than ``limit`` physical lines: name -> its lines."""
+    return {name: n for name, source in sorted(modules.items()) if (n := len(source.splitlines())) > limit}
+
+
+def test_no_module_is_over_five_hundred_lines():
+    """A module past 500 lines is split by concept (what it holds), not cut in half."""
+    assert long_modules(package_modules()) == {}
+
+
+def test_a_long_module_is_seen():
+    modules = {"ragcourse.rag.store": "x = 1\n" * 501, "ragcourse.rag.search": "x = 1\n" * 500,
+               "ragcourse.rag.reader": '"""a docstring\n' + "\n" * 499 + '"""\n'}
+    assert long_modules(modules) == {"ragcourse.rag.store": 501, "ragcourse.rag.reader": 501}

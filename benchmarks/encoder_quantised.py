@@ -22,7 +22,7 @@ import numpy as np
 
 from ragcourse.corpus.apidocs import load_corpus, with_summaries
 from ragcourse.corpus.queries import judged_questions, real_questions
-from ragcourse.engines.chunkers import chunk_corpus, word_windows
+from ragcourse.engines.chunking.text_chunks import chunk_corpus, word_windows
 from ragcourse.engines.dense import BATCH_SIZE, DenseEncoder
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ragcourse.corpus.apidocs import load_corpus
-from ragcourse.engines.chunkers import chunk_corpus, word_windows
+from ragcourse.engines.chunking.text_chunks import chunk_corpus, word_windows
 from ragcourse.engines.dense import BATCH_SIZE, DenseEncoder, EmbeddingCache
 from ragcourse.corpus.queries import judged_questions, unanswerable_questions
 

@@ -199,3 +199,56 @@ def test_every_lab_has_its_marks():
 
     assert set(LAB_GROUPS) == set(lab_notebooks())
     assert set(EXERCISE_GROUPS) == {set_number(name) for name in EXERCISE_SETS if is_lab_set(name)}
+
+
+def classes_defined_twice(modules: dict[str, str]) -> dict[str, list[str]]:
+    """Every class name that two modules define at their top level (private ones too): name -> the modules.
+
+    Sphinx resolves a class by its bare name across the whole site, so two classes of one name make every
+    cross-reference to either ambiguous (the site builds with warnings as errors); a reader meets the same
+    trap in a traceback or a search.
+    """
+    where: dict[str, list[str]] = {}
+    for name, source in modules.items():
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(name)
+    return {cls: found for cls, found in sorted(where.items()) if len(found) > 1}
+
+
+def test_no_class_name_is_defined_twice():
+    twice = classes_defined_twice(package_modules())
+    assert twice == {}, "rename one of each (say what it is): " + "; ".join(
+        f"{cls} in {' and '.join(found)}" for cls, found in twice.items())
+
+
+def test_a_class_defined_twice_is_seen():
+    """Two modules that each define ``Answer`` (as the grader's wire and the RAG reader once did) are caught;
+    a nested class, a function and an import of the same name are not definitions at the top level."""
+    modules = {
+        "ragcourse.exercises.wire": "class Answer:\n    pass\nclass Link:\n    pass\n",
+        "ragcourse.rag.reader": "from dataclasses import dataclass\n@dataclass\nclass Answer:\n    text: str\n",
+        "ragcourse.labs.ladder": "from ..rag.reader import Answer\ndef Link():\n    class Answer:\n        pass\n",
+    }
+    assert classes_defined_twice(modules) == {"Answer": ["ragcourse.exercises.wire", "ragcourse.rag.reader"]}
+    assert classes_defined_twice({"a": "class _Parser: pass", "b": "class _Parser: pass"}) == {"_Parser": ["a", "b"]}
+
+
+
+MAX_LINES = 500
+
+
+def long_modules(modules: dict[str, str], limit: int = MAX_LINES) -> dict[str, int]:
+    """Every module of more than ``limit`` physical lines: name -> its lines."""
+    return {name: n for name, source in sorted(modules.items()) if (n := len(source.splitlines())) > limit}
+
+
+def test_no_module_is_over_five_hundred_lines():
+    """A module past 500 lines is split by concept (what it holds), not cut in half."""
+    assert long_modules(package_modules()) == {}
+
+
+def test_a_long_module_is_seen():
+    modules = {"ragcourse.rag.store": "x = 1\n" * 501, "ragcourse.rag.search": "x = 1\n" * 500,
+               "ragcourse.rag.reader": '"""a docstring\n' + "\n" * 499 + '"""\n'}
+    assert long_modules(modules) == {"ragcourse.rag.store": 501, "ragcourse.rag.reader": 501}

@@ -13,7 +13,7 @@ import pytest
 from ragcourse.corpus.apidocs import load_corpus
 from ragcourse.corpus.queries import (FRESH_SHA256, Question, fresh_file_bytes, fresh_questions, judged_questions,
                                       passage_chunks, real_questions, unanswerable_questions)
-from ragcourse.engines.splitters import recursive_chunks
+from ragcourse.engines.chunking.splitters import recursive_chunks
 
 MINIMUM = 200
 

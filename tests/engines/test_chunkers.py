@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ragcourse.corpus.apidocs import load_corpus
-from ragcourse.engines.chunkers import PARAGRAPH_BREAK, chunk_corpus, pack_paragraphs, word_windows
+from ragcourse.engines.chunking.text_chunks import PARAGRAPH_BREAK, chunk_corpus, pack_paragraphs, word_windows
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcourse.engines.chunkers import TextChunk
+from ragcourse.engines.chunking.text_chunks import TextChunk
 from ragcourse.engines.filters import depth_for, facets, late_filter, permission
 from ragcourse.labs.practice import METHODS, ChunkSearch
 from ragcourse.engines.retrievers import Bm25Retriever, DenseRetriever

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragcourse.engines.splitters import (RECURSIVE_SEPARATORS, markdown_text, recursive_split, section_chunks,
+from ragcourse.engines.chunking.splitters import (RECURSIVE_SEPARATORS, markdown_text, recursive_split, section_chunks,
                                       sentence_units, with_header)
 
 SAMPLE = ("numpy.demo(a, axis=None)\n\n## Parameters\n\na : array_like\n    Input data. It is long enough. "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ragcourse.engines.chunkers import TextChunk
+from ragcourse.engines.chunking.text_chunks import TextChunk
 from ragcourse.engines.lexical import LexicalIndex, lexical_tokens, tag_index
 
 CHUNKS = [TextChunk("b-doc", 0, "Sort an array in place."), TextChunk("a-doc", 1, "sort the array, then stack it"),

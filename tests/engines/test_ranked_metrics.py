@@ -5,7 +5,7 @@ import pytest
 import pytrec_eval
 
 from ragcourse.corpus.apidocs import load_corpus
-from ragcourse.engines.chunkers import chunk_corpus, pack_paragraphs
+from ragcourse.engines.chunking.text_chunks import chunk_corpus, pack_paragraphs
 from ragcourse.corpus.queries import judged_questions, judgements, self_retrieval
 from ragcourse.engines.retrievers import Bm25Retriever, LexicalRetriever, run_questions
 from ragcourse.retrieval.metrics import mean_measure, ndcg_at_k, recall_at_k, reciprocal_rank

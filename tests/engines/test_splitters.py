@@ -4,7 +4,7 @@ def test_recursive_chunks_with_the_summary_line_differ_from_the_plain_ones_only_
     """``recursive_chunks(..., summary=True)`` (lab 03's control for headers): the summary line right after
     the name and signature, nothing else changed, and the chunk headings still name their sections."""
     from ragcourse.corpus.apidocs import load_corpus
-    from ragcourse.engines.splitters import HEAD_HEADING, markdown_text, recursive_chunks
+    from ragcourse.engines.chunking.splitters import HEAD_HEADING, markdown_text, recursive_chunks
 
     corpus = load_corpus()
     for document in corpus.documents[:60]:

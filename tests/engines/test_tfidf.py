@@ -6,7 +6,7 @@ import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from ragcourse.corpus.apidocs import load_corpus
-from ragcourse.engines.chunkers import chunk_corpus, word_windows
+from ragcourse.engines.chunking.text_chunks import chunk_corpus, word_windows
 from ragcourse.engines.tfidf import TfidfIndex, tfidf_tokens
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from ragcourse.exercises.labs import lab04
 from ragcourse.exercises.lending import ReadOnlyIndex, Rows
-from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.engines.chunking.policy import ChunkPolicy
 
 pytestmark = pytest.mark.database   # lab04.scratch_index starts PostgreSQL
 

@@ -19,7 +19,7 @@ import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
 from ragcourse.corpus.apidocs import load_corpus, with_summaries
-from ragcourse.engines.chunkers import TextChunk, chunk_corpus, word_windows
+from ragcourse.engines.chunking.text_chunks import TextChunk, chunk_corpus, word_windows
 from ragcourse.engines.dense import DenseEncoder
 from ragcourse.corpus.queries import judged_questions, judgements, self_retrieval
 from ragcourse.engines.retrievers import DenseRetriever, measure, run_questions

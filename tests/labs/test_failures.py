@@ -1,7 +1,7 @@
 """Lab 01's failure causes, each shown on a small index where the cause is known."""
 from __future__ import annotations
 
-from ragcourse.engines.chunkers import TextChunk
+from ragcourse.engines.chunking.text_chunks import TextChunk
 from ragcourse.labs.failures import CAUSES, count_by_cause, misses, stem, stemmed_index
 from ragcourse.engines.lexical import LexicalIndex
 from ragcourse.corpus.queries import Question

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ragcourse.corpus.apidocs import load_corpus, with_summaries
 from ragcourse.engines.catalogue import windows
-from ragcourse.engines.chunkers import chunk_corpus, word_windows
+from ragcourse.engines.chunking.text_chunks import chunk_corpus, word_windows
 from ragcourse.exercises.labs import lab02 as exercises
 from ragcourse.labs.embedding_plan import lab02_texts
 

@@ -1,10 +1,10 @@
 """Lab 03's naive RAG prompt, failure rules and small-to-big contexts."""
 from __future__ import annotations
 
-from ragcourse.engines.chunkers import TextChunk
+from ragcourse.engines.chunking.text_chunks import TextChunk
 from ragcourse.labs.practice import (CAUSES, Context, Evidence, answer_prompt, failure_cause, first_rank,
                                      parent_contexts, sentence_windows, word_share)
-from ragcourse.engines.splitters import HeadedChunk
+from ragcourse.engines.chunking.splitters import HeadedChunk
 
 
 def test_prompt_wraps_every_chunk_in_doc_tags_and_ends_with_the_question():

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from ragcourse.batch.notebooks import lesson_notebooks
 from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
-from ragcourse.retrieval.pipeline import HybridRetriever, index_chunks, is_relevant
+from ragcourse.retrieval.pipeline import CosineJaccardRetriever, index_chunks, is_relevant
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks
 from ragcourse.world.embedding import EmbeddingModel
@@ -65,7 +65,7 @@ def plotted(seed: int | None = None) -> dict:
     world = build_world(seed, SECOND_EDITION)
     queries, edition = world.queries, world.edition
     embedding = EmbeddingModel(edition, projection_seed=seed)
-    retriever = HybridRetriever(embedding, index_chunks(paragraph_chunks(world.documents, edition), embedding))
+    retriever = CosineJaccardRetriever(embedding, index_chunks(paragraph_chunks(world.documents, edition), embedding))
     memo: dict[str, list] = {}
 
     def retrieve(text: str) -> list:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from ragcourse.batch.notebooks import lesson_notebooks
 from ragcourse.lesson.figures import describe_series, numbers_not_plotted
 from ragcourse.retrieval.candidates import candidate_lists, generation_share, precision_at, recall_at
-from ragcourse.retrieval.pipeline import HybridRetriever, index_chunks
+from ragcourse.retrieval.pipeline import CosineJaccardRetriever, index_chunks
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks
 from ragcourse.world.embedding import EmbeddingModel
@@ -65,7 +65,7 @@ def plotted(seed: int | None = None) -> dict:
     world = build_world(seed, SECOND_EDITION)
     queries, edition = world.queries, world.edition
     embedding = EmbeddingModel(edition, seed)
-    retriever = HybridRetriever(embedding, index_chunks(paragraph_chunks(world.documents, edition), embedding))
+    retriever = CosineJaccardRetriever(embedding, index_chunks(paragraph_chunks(world.documents, edition), embedding))
     pool = candidate_lists(retriever, queries, max(max(p["DEPTHS"]), max(counts), k))
 
     def run_pipeline(n_candidates: int, model_seed: int) -> dict[str, float]:

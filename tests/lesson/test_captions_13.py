@@ -19,7 +19,7 @@ import pytest
 from ragcourse.batch.notebooks import lesson_notebooks
 from ragcourse.lesson.figures import PALETTE, describe_series, numbers_not_plotted
 from ragcourse.retrieval.candidates import candidate_lists, generation_share, recall_at
-from ragcourse.retrieval.pipeline import HybridRetriever, index_chunks, is_relevant
+from ragcourse.retrieval.pipeline import CosineJaccardRetriever, index_chunks, is_relevant
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks
 from ragcourse.world.embedding import EmbeddingModel
@@ -64,7 +64,7 @@ def plotted(seed: int | None = None) -> dict:
     queries, edition = world.queries, world.edition
     embedding = EmbeddingModel(edition, seed)
     chunks = index_chunks(paragraph_chunks(world.documents, edition), embedding)
-    pool = candidate_lists(HybridRetriever(embedding, chunks), queries, max(p["POOL"], max(p["CHUNK_COUNTS"])))
+    pool = candidate_lists(CosineJaccardRetriever(embedding, chunks), queries, max(p["POOL"], max(p["CHUNK_COUNTS"])))
 
     # Right panel: cells 8, 10 and 12.
     per_chunk = sum(len(tokenize(f"[{c.code}] {c.text} .")) for c in chunks) / len(chunks)

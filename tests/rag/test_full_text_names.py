@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from ragcourse.rag.ingest import WINDOW_TOKENS, ChunkPolicy
+from ragcourse.engines.chunking.policy import WINDOW_TOKENS, ChunkPolicy
 from ragcourse.rag.search import LEXICAL, check_question, full_text, name_terms
 from ragcourse.rag.store import PgIndex
 from support.database import PAGES, SMALL, WHOLE_PAGE, FakeEncoder, schema_name, write_corpus

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ragcourse.rag.health import IndexNotReady, check_ready
-from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.engines.chunking.policy import ChunkPolicy
 from ragcourse.rag.schema import SCHEMA_VERSION, is_current, schema_number
 
 

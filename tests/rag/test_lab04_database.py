@@ -22,11 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragcourse.rag import store as store_module
+from ragcourse.rag import ingest as ingest_module
 from ragcourse.rag.pipeline import STAGES, Pipeline as Baseline
 from ragcourse.rag.database import URL_VARIABLE, DatabaseUnavailable, open_database
 from ragcourse.rag.health import CHECKS, WINDOW
-from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.engines.chunking.policy import ChunkPolicy
 from ragcourse.rag.store import PgIndex, counts_by_tenant
 from ragcourse.rag.search import (MAX_QUESTION_CHARS, candidates, check_question, dense, full_text, or_query,
                                      query_terms)
@@ -322,8 +322,8 @@ def test_a_file_name_that_is_not_utf8_is_skipped(make_index, corpus):
 
 def test_a_file_listed_but_gone_when_read_is_absent(make_index, corpus, monkeypatch):
     """discover() lists a file that is gone by the time it is read: it is neither added nor skipped."""
-    real = store_module.discover
-    monkeypatch.setattr(store_module, "discover", lambda root: sorted(real(root) + ["ghost.md"]))
+    real = ingest_module.discover
+    monkeypatch.setattr(ingest_module, "discover", lambda root: sorted(real(root) + ["ghost.md"]))
     report = make_index().refresh(corpus)
     assert set(report.added) == set(CORPUS)
     assert "ghost.md" not in {s.path for s in report.skipped} | set(report.removed)

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from ragcourse.cli.main import main
 from ragcourse.rag.context import SEPARATOR, ContextBudget, assemble, render, token_counter
-from ragcourse.rag.ingest import ChunkPolicy, fixed_spans, heading_spans, sentence_bounds, sentence_spans
+from ragcourse.engines.chunking.policy import ChunkPolicy
+from ragcourse.engines.chunking.spans import fixed_spans, heading_spans, sentence_bounds, sentence_spans
 from ragcourse.labs.ladder import spread, tenant_leaks, threshold_sweep
 from ragcourse.rag.passages import Passage, ScoredPassage
 from ragcourse.rag.reader import Answer
@@ -77,7 +78,7 @@ def test_policy_versions_differ_by_name_and_size_and_bad_policies_name_themselve
 @given(text=st.text(alphabet=st.sampled_from(list("ab .\n#")), min_size=1, max_size=3000), size=st.integers(20, 400))
 def test_recursive_policy_cuts_lab03s_pieces_as_exact_slices(text, size):
     """The recursive policy's chunks are lab 03's ``recursive_split`` pieces, each found where it sits in the text."""
-    from ragcourse.engines.splitters import recursive_split
+    from ragcourse.engines.chunking.splitters import recursive_split
 
     chunks = ChunkPolicy("recursive", size, 0).chunks(text)
     pieces = recursive_split(text, size)

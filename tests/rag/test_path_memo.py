@@ -12,7 +12,7 @@ import pytest
 
 from ragcourse.corpus.apidocs import export_markdown, load_corpus
 from ragcourse.corpus.queries import real_questions
-from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.engines.chunking.policy import ChunkPolicy
 from ragcourse.rag.search import LEXICAL, PathMemo, candidates
 from ragcourse.rag.store import PgIndex
 from support.database import FakeEncoder

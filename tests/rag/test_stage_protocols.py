@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from support.database import CORPUS, SMALL, FakeEncoder, write_corpus
 
-from ragcourse.engines.chunkers import TextChunk
+from ragcourse.engines.chunking.text_chunks import TextChunk
 from ragcourse.engines.retrievers import (Bm25Retriever, DenseRetriever, DocumentHit, HybridRetriever,
                                           LexicalRetriever, TfidfRetriever, run_questions)
 from ragcourse.engines.stages import Reader, Retriever, SecondStage

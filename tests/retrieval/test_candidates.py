@@ -12,7 +12,7 @@ from ragcourse.retrieval.candidates import (
     recall_at,
     target_set_sizes,
 )
-from ragcourse.retrieval.pipeline import HybridRetriever, IndexedChunk, index_chunks, is_relevant
+from ragcourse.retrieval.pipeline import CosineJaccardRetriever, IndexedChunk, index_chunks, is_relevant
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import Query, build_world, paragraph_chunks
 from ragcourse.world.embedding import EmbeddingModel
@@ -33,7 +33,7 @@ def course():
     world = build_world(COURSE_SEED, ED)
     model = EmbeddingModel(ED, COURSE_SEED)
     indexed = index_chunks(paragraph_chunks(world.documents, ED), model)
-    return world, indexed, HybridRetriever(model, indexed)
+    return world, indexed, CosineJaccardRetriever(model, indexed)
 
 
 @pytest.fixture(scope="module")

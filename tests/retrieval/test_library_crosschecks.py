@@ -25,18 +25,14 @@ import ranx
 from support.notebooks import documented_blocks
 
 from ragcourse.retrieval.fusion import fused_scores, reciprocal_rank_fusion
+from ragcourse.retrieval.hnsw import _Heap, hnsw_graph, hnsw_index, hnsw_replay, hnsw_search
 from ragcourse.retrieval.index import build_bucket_index, build_graph, neighbour_ranking, rank_candidates
 from ragcourse.retrieval.libraries import (
-    _Heap,
     as_float32,
     compare_with_flat,
     float32_inner_product_bound,
     compare_with_ivf,
     flat_search,
-    hnsw_graph,
-    hnsw_index,
-    hnsw_replay,
-    hnsw_search,
     ivf_over_representatives,
     ivf_search,
     library_seed,

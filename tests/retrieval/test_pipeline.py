@@ -5,7 +5,7 @@ import pytest
 
 from ragcourse import COURSE_SEED
 from ragcourse.retrieval.pipeline import (
-    HybridRetriever,
+    CosineJaccardRetriever,
     IndexedChunk,
     index_chunks,
     is_relevant,
@@ -68,13 +68,13 @@ def test_index_chunks_keeps_vector_and_bag(world, model, indexed):
 
 
 def test_hybrid_score_is_cosine_plus_weighted_jaccard(model, indexed):
-    retriever = HybridRetriever(model, indexed, weight=0.5)
+    retriever = CosineJaccardRetriever(model, indexed, weight=0.5)
     query = "how it gets written down form"
     query_vector, query_bag = model.embed(query), set(tokenize(query))
     expected = [cosine(query_vector, list(c.vector)) + 0.5 * len(query_bag & c.bag) / len(query_bag | c.bag)
                 for c in indexed]
     assert retriever.scores(query) == expected
-    zero = HybridRetriever(model, indexed, weight=0.0)
+    zero = CosineJaccardRetriever(model, indexed, weight=0.0)
     assert zero.scores(query) == [cosine(query_vector, list(c.vector)) for c in indexed]
 
 
@@ -82,12 +82,12 @@ def test_hybrid_retrieval_breaks_ties_by_index(model):
     same = [IndexedChunk(f"AR00{i}", "fault", "leak", "line leak for note goes",
                          tuple(model.embed("line leak for note goes")),
                          frozenset(tokenize("line leak for note goes"))) for i in range(4)]
-    retriever = HybridRetriever(model, same)
+    retriever = CosineJaccardRetriever(model, same)
     assert retriever.retrieve("water escaping note", 3) == same[:3]
 
 
 def test_hybrid_retrieval_at_the_course_seed(world, model, indexed):
-    retriever = HybridRetriever(model, indexed)
+    retriever = CosineJaccardRetriever(model, indexed)
     top = retriever.retrieve(world.queries[0].text, 5)
     assert [c.code for c in top] == ["SY067", "SY124", "SY003", "SY005", "SY005"]
     # lesson 12, first block: single-stage recall@1 0.7750 and target chunk set 8.9 on average

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ragcourse.engines.dense import DIMENSION, EncodeStats
-from ragcourse.rag.ingest import ChunkPolicy
+from ragcourse.engines.chunking.policy import ChunkPolicy
 from ragcourse.rag.store import PgIndex
 
 WORD = re.compile(r"\w+")

@@ -8,7 +8,7 @@ import pytest
 from ragcourse import COURSE_SEED
 from ragcourse.lesson.params import check_number
 from ragcourse.retrieval.pipeline import (
-    HybridRetriever,
+    CosineJaccardRetriever,
     IndexedChunk,
     index_chunks,
     is_relevant,
@@ -344,7 +344,7 @@ def test_course_seed_lesson07_no_retrieval_row(world):
 def test_course_seed_lesson11_baseline(world, chunks):
     """Lesson 11, first block: recall 0.8000 and generation 0.6750 at k = 5."""
     model = EmbeddingModel(ED, COURSE_SEED)
-    retriever = HybridRetriever(model, index_chunks(chunks, model))
+    retriever = CosineJaccardRetriever(model, index_chunks(chunks, model))
     answerer = ChunkAnswerer(ED, COURSE_SEED)
     recall = generation = 0
     for query in world.queries:

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from ..batch.contract import CommandError, UsageError
-from ..rag.ingest import DEFAULT_POLICY, POLICIES, WINDOW_TOKENS
+from ..engines.chunking.policy import DEFAULT_POLICY, POLICIES, WINDOW_TOKENS
 from .postgres import open_index, privileges, schema_for
 
 

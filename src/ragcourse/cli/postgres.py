@@ -77,7 +77,7 @@ def open_index(schema: str, policy: str | None = None, tenant: str | None = None
     """The database and the index in ``schema`` for ``tenant``, chunked by ``policy`` (None: the default setting's)."""
     from ..engines.dense import DenseEncoder
     from ..rag.database import open_database
-    from ..rag.ingest import ChunkPolicy
+    from ..engines.chunking.policy import ChunkPolicy
     from ..rag.pipeline import DEFAULT_SETTING
     from ..rag.store import DEFAULT_TENANT, PgIndex
 

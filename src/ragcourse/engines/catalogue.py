@@ -57,7 +57,7 @@ def build_retriever(name: str, corpus=None, summaries: bool = True):
     then lab 01's first BM25 (its default tokens): the retrievers the judged questions were pooled with.
     """
     from ..corpus.apidocs import load_corpus, with_summaries
-    from .chunkers import chunk_corpus, pack_paragraphs
+    from ..engines.chunking.text_chunks import chunk_corpus, pack_paragraphs
     from .lexical import full_strength
     from .retrievers import Bm25Retriever, DenseRetriever, LexicalRetriever, TfidfRetriever
 
@@ -86,7 +86,7 @@ def windows(corpus, summaries: bool = True) -> list:
     """The units of ``tfidf`` and ``dense``: lab 02's word windows (60 words, 20 overlap) of the pages, with their
     summary line unless ``summaries=False`` (as the judged questions' pool was drawn)."""
     from ..corpus.apidocs import with_summaries
-    from .chunkers import chunk_corpus, word_windows
+    from ..engines.chunking.text_chunks import chunk_corpus, word_windows
 
     pages = with_summaries(corpus.documents) if summaries else corpus.documents
     return chunk_corpus(pages, word_windows, size=60, overlap=20)
@@ -98,7 +98,7 @@ def hybrid_retriever(corpus, summaries: bool = True, setting: HybridSetting = HY
     from .dense import DenseEncoder
     from .lexical import full_strength
     from .retrievers import Bm25Retriever, DenseRetriever, HybridRetriever
-    from .splitters import recursive_chunks, with_header
+    from ..engines.chunking.splitters import recursive_chunks, with_header
 
     chunks = [chunk for d in corpus.documents for chunk in recursive_chunks(d, chunk_size=800, summary=summaries)]
     if setting.units == "headed":

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from .chunkers import TextChunk
+from ..engines.chunking.text_chunks import TextChunk
 
 TOKEN = re.compile(r"[a-z0-9]+")
 STOPWORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS)

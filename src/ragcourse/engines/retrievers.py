@@ -21,7 +21,7 @@ from ..corpus.queries import Question
 from ..retrieval.fusion import fuse_partial
 from ..retrieval.metrics import measure  # noqa: F401  (labs 01-03 import it from here)
 from .bm25 import Bm25Index
-from .chunkers import TextChunk
+from ..engines.chunking.text_chunks import TextChunk
 from .dense import DenseEncoder, dense_ranking
 from .lexical import LexicalIndex, lexical_tokens
 from .stages import Retriever

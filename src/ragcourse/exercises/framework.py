@@ -71,7 +71,7 @@ def set_number(name: str) -> int:
     """The lesson's or the lab's number of an exercise set (``01-...`` and ``lab01-...`` are both 1)."""
     return int(name[len(LAB_PREFIX):len(LAB_PREFIX) + 2] if is_lab_set(name) else name[:2])
 
-__all__ = ["COURSE_SEED", "EXERCISE_SETS", "ExerciseSet", "Failed", "Mismatch", "NotDone", "Question", "Verdict",
+__all__ = ["COURSE_SEED", "EXERCISE_SETS", "Exercise", "ExerciseSet", "Failed", "Mismatch", "NotDone", "Verdict",
            "as_number", "call", "check_choice", "check_estimate", "expect_equal", "expect_number", "expect_pair",
            "first_hint", "grade_in_kernel", "is_lab_set", "is_placeholder", "likely_hint", "load_set", "require_function",
            "set_number", "shown"]
@@ -141,7 +141,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class Question:
+class Exercise:
     """One exercise: key, kind, title, the notebook names it reads, and its check."""
 
     key: str
@@ -164,7 +164,7 @@ class Question:
 class ExerciseSet:
     """A lesson's questions, checked one at a time in a notebook or all at once by the grader."""
 
-    def __init__(self, name: str, title: str, questions: Sequence[Question], seconds: float | None = None):
+    def __init__(self, name: str, title: str, questions: Sequence[Exercise], seconds: float | None = None):
         keys = [q.key for q in questions]
         if len(set(keys)) != len(keys):
             raise ValueError(f"question keys must be unique; got {keys}")
@@ -177,7 +177,7 @@ class ExerciseSet:
         self.title = title
         self.questions = tuple(questions)
 
-    def question(self, key: str) -> Question:
+    def question(self, key: str) -> Exercise:
         """The question with this key."""
         for question in self.questions:
             if question.key == key:

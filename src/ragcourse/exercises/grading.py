@@ -174,7 +174,7 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
     from collections import deque
     from multiprocessing.connection import wait
 
-    from .judge import Job, supervise
+    from .judge import GradingJob, supervise
     from .sandbox import kill_descendants
 
     read = read_all(paths)
@@ -205,7 +205,7 @@ def grade_files(paths: list[Path], seconds: float = DEFAULT_TIMEOUT, jobs: int =
                                         f" {graded.name} needs")
                     limit = exercise_set.seconds
                 graded.limit = limit
-                job = Job(graded.name, read[index][1] or b"", root / f"{index:04d}", graded.path.name, limit, user)
+                job = GradingJob(graded.name, read[index][1] or b"", root / f"{index:04d}", graded.path.name, limit, user)
                 receiver, sender = context.Pipe(duplex=False)
                 process = context.Process(target=supervise, args=(job, sender), daemon=True)
                 with _signals_blocked():   # no way out between the fork and the supervisor being known

@@ -10,7 +10,7 @@ The check receives, for each name the question reads,
 * the value, when the name holds data (a prediction): the kernel pickles it, and the grader
   loads it with an unpickler that builds nothing but plain data (numbers, strings, containers,
   numpy arrays, the package's own dataclasses and named tuples);
-* an ``Answer`` when the name holds a function: calling it sends the arguments the check chose
+* a ``RemoteFunction`` when the name holds a function: calling it sends the arguments the check chose
   to the kernel (cloudpickled: the grader trusts its own arguments), calls the student's
   function there, and brings the result back through the same strict unpickler. A result
   that is not plain data, an exception or a call that runs past the question's time limit is
@@ -38,7 +38,7 @@ from typing import Any
 
 from .framework import FAILED, NOT_DONE, CheckTimeout, ExerciseSet, Verdict, load_set
 from .sandbox import Account, Kernel, KernelError, become_subreaper
-from .wire import Answer, KernelGone, Link, Unreadable
+from .wire import RemoteFunction, KernelGone, Link, Unreadable
 
 # A cell that only calls a check (``exercises.check("q2", keyword_score)``) is not run by the grader:
 # the grader runs the checks itself, so a slow answer costs one question's limit, not the notebook's.
@@ -61,7 +61,7 @@ def judge(exercise_set: ExerciseSet, link: Link, seconds: float) -> list[Verdict
             if missing:
                 verdicts.append(verdict(NOT_DONE, f"the notebook defines no {', '.join(missing)}"))
                 continue
-            answers = [Answer(link, name) if kind == "callable" else link.request("value", name)
+            answers = [RemoteFunction(link, name) if kind == "callable" else link.request("value", name)
                        for name, kind in zip(question.names, kinds)]
         except CheckTimeout as error:
             verdicts.append(verdict(FAILED, str(error)))
@@ -78,7 +78,7 @@ def judge(exercise_set: ExerciseSet, link: Link, seconds: float) -> list[Verdict
 
 
 @dataclass
-class Job:
+class GradingJob:
     """What a supervisor needs: the submission (its bytes), where to run it, its set, limits, its user."""
 
     name: str
@@ -90,7 +90,7 @@ class Job:
 
 
 @dataclass
-class Outcome:
+class GradingOutcome:
     """What the supervisor reports (plain data, back to the grader through a pipe)."""
 
     verdicts: list[dict] = field(default_factory=list)
@@ -101,7 +101,7 @@ class Outcome:
     seconds: float = 0.0
 
 
-def run_cells(kernel: Kernel, nb: Any, seconds: float, outcome: Outcome) -> None:
+def run_cells(kernel: Kernel, nb: Any, seconds: float, outcome: GradingOutcome) -> None:
     """The notebook's code cells in order within ``seconds`` (its check cells left out)."""
     deadline = time.monotonic() + seconds
     count = 0
@@ -126,7 +126,7 @@ def run_cells(kernel: Kernel, nb: Any, seconds: float, outcome: Outcome) -> None
             outcome.error = (count, reply.ename or "Error", reply.evalue)
 
 
-def supervise(job: Job, connection: Any) -> None:
+def supervise(job: GradingJob, connection: Any) -> None:
     """A forked child's work: run ``job``'s notebook, judge it, kill every process it left, send the outcome."""
     import nbformat
 
@@ -137,7 +137,7 @@ def supervise(job: Job, connection: Any) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
     become_subreaper()
     started = time.monotonic()
-    outcome = Outcome()
+    outcome = GradingOutcome()
     kernel = Kernel(job.folder, job.user)
     try:
         job.folder.mkdir()

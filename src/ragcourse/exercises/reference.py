@@ -6,7 +6,7 @@ vectors. Lessons 07-16: ``rag_world`` (second edition), its paragraph chunks
 (``indexed_chunks``), the hybrid retriever over them (``hybrid_retriever``) and each
 question's best chunks by it (``hybrid_candidates``). Each is built by the package's own
 functions (``build_world``, ``paragraph_chunks``, ``EmbeddingModel``, ``index_chunks``,
-``HybridRetriever``, ``candidate_lists``) and cached, because a check asks for the same seed
+``CosineJaccardRetriever``, ``candidate_lists``) and cached, because a check asks for the same seed
 several times. Besides: the seeds a check tries besides the course seed (``OTHER_SEEDS``),
 draws from the course generator (``uniform_draws``) and an order drawn from a seed
 (``shuffled``).
@@ -18,7 +18,7 @@ from typing import Sequence
 
 from .. import COURSE_SEED
 from ..retrieval.candidates import candidate_lists
-from ..retrieval.pipeline import HybridRetriever, IndexedChunk, index_chunks
+from ..retrieval.pipeline import CosineJaccardRetriever, IndexedChunk, index_chunks
 from ..world.concepts import FIRST_EDITION, SECOND_EDITION
 from ..world.corpus import Chunk, World, build_world, paragraph_chunks
 from ..world.embedding import EmbeddingModel
@@ -82,9 +82,9 @@ def indexed_chunks(seed: int) -> tuple[IndexedChunk, ...]:
 
 
 @lru_cache(maxsize=8)
-def hybrid_retriever(seed: int) -> HybridRetriever:
+def hybrid_retriever(seed: int) -> CosineJaccardRetriever:
     """The hybrid retriever of lessons 11-13 over ``indexed_chunks(seed)``."""
-    return HybridRetriever(rag_model(seed), indexed_chunks(seed))
+    return CosineJaccardRetriever(rag_model(seed), indexed_chunks(seed))
 
 
 @lru_cache(maxsize=16)

@@ -232,7 +232,7 @@ def _raised(ename: str, message: str) -> Exception:
     return type(name, (Exception,), {"__module__": "answer"})(message)
 
 
-class Answer:
+class RemoteFunction:
     """A function the notebook defined: calling it calls it in the kernel (see the module)."""
 
     def __init__(self, link: "Link", name: str):
@@ -325,7 +325,7 @@ class Link:
 
     def _call_message(self, op: str, name: str, args: tuple, kwargs: dict) -> None:
         """Send a request; its argument objects the kernel does not hold yet go by value, and it keeps them."""
-        lent = (Answer,) + LENT_TYPES()
+        lent = (RemoteFunction,) + LENT_TYPES()
         new: dict[int, tuple[int, Any]] = {}
         for item in self.sent:   # by identity: an argument need not be hashable
             if id(item) not in self.kept and id(item) not in new and not isinstance(item, lent):
@@ -337,7 +337,7 @@ class Link:
     def _persistent_id(self, obj: Any) -> Any:
         """The student's function by name; a lent object by reference; what the kernel keeps by number; the rest
         by value."""
-        if isinstance(obj, Answer):
+        if isinstance(obj, RemoteFunction):
             return ("answer", obj._name)
         if id(obj) in self.kept and self.kept[id(obj)][1] is obj:
             return ("kept", self.kept[id(obj)][0])

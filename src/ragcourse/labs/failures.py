@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..corpus.queries import Question
-from ..engines.chunkers import TextChunk
+from ..engines.chunking.text_chunks import TextChunk
 from ..engines.lexical import LexicalIndex, lexical_tokens, stem
 from ..engines.retrievers import DocumentHit, collapse
 

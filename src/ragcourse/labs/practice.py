@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Collection, Mapping, Sequence
 
-from ..engines.chunkers import TextChunk
+from ..engines.chunking.text_chunks import TextChunk
 from ..engines.retrievers import Bm25Retriever, DenseRetriever, DocumentHit, collapse
 from ..retrieval.fusion import fuse_partial
 

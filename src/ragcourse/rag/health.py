@@ -1,4 +1,4 @@
-"""Lab 04's index health as data, and its reports: what a refresh did, and what each health check found.
+"""Lab 04's index health as data, and its report: what each health check found (a refresh's: ``ingest.RefreshReport``).
 
 ``CHECKS`` is the health checks' table, one ``HealthCheck`` a row: the label a report prints,
 the SQL that counts what the check finds and the SQL that lists up to three examples of it,
@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .ingest import ChunkPolicy, Skipped
+from ..engines.chunking.policy import ChunkPolicy
 from .schema import SCHEMA_VERSION, is_current
 
 IN_SCOPE = "(%(tenant)s::text IS NULL OR {t}.tenant = %(tenant)s)"
@@ -147,27 +147,6 @@ CHECKS = (
     HealthCheck("sources whose file cannot be read", measure="unreadable", repair="files"),
     HealthCheck("sources whose file changed since indexing", measure="changed"),
 )
-
-
-@dataclass(frozen=True)
-class RefreshReport:
-    """What one refresh did, file by file."""
-
-    added: tuple[str, ...] = ()
-    updated: tuple[str, ...] = ()
-    unchanged: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
-    kept: tuple[str, ...] = ()        # skipped files whose earlier rows were kept
-    chunks_written: int = 0
-    embedded: int = 0
-    seconds: float = 0.0
-
-    def summary(self) -> str:
-        """One line of counts."""
-        return (f"{len(self.added)} added, {len(self.updated)} updated, {len(self.unchanged)} unchanged, "
-                f"{len(self.removed)} removed, {len(self.skipped)} skipped ({len(self.kept)} kept their rows); "
-                f"{self.chunks_written} chunks written, {self.embedded} texts embedded, {self.seconds:.1f} s")
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def passage_sentences(text: str, segment: Segment) -> list[str]:
 class SentenceSplitter:
     """``passage_sentences`` with every text's split remembered.
 
-    The default rule is the one sentence packing uses at ingest (``ingest.split_sentences``:
+    The default rule is the one sentence packing uses at ingest (``engines.chunking.spans.split_sentences``:
     a cut after ``.``, ``!`` or ``?`` and whitespace), fast enough to split every candidate
     of every question; pass ``segment=pysbd_segmenter()`` for lab 03's segmenter.
     """
@@ -71,7 +71,7 @@ class SentenceSplitter:
         """The sentences of ``text`` (split once, then read from the memo)."""
         if text not in self.memo:
             if self.segment is None:
-                from .ingest import split_sentences
+                from ..engines.chunking.spans import split_sentences
 
                 self.segment = split_sentences
             self.memo[text] = tuple(passage_sentences(text, self.segment))
@@ -303,7 +303,7 @@ def copied_sentence(sentence: str, citation: str, pages: Mapping[str, str]) -> b
     key = _key(sentence)
     if not key or key not in _key(section):
         return False
-    from .ingest import split_sentences
+    from ..engines.chunking.spans import split_sentences
 
     return key not in {_key(own) for own in passage_sentences(rest, split_sentences)}
 

@@ -244,7 +244,7 @@ def stop_watchdog(process: subprocess.Popen, seconds: float = 5.0) -> None:
 
 # ---------------------------------------------------------------- the command line
 
-class _Parser(argparse.ArgumentParser):
+class _WatchdogParser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: {message} (see --help)\n")
 
@@ -295,7 +295,7 @@ def _interval(text: str) -> float:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=f"python -m {MODULE}", description="Stop (and, if temporary, delete) an embedded PostgreSQL "
+    p = _WatchdogParser(prog=f"python -m {MODULE}", description="Stop (and, if temporary, delete) an embedded PostgreSQL "
                 "when the process that started it is gone; exit quietly when the server is stopped normally.")
     p.add_argument("--owner", type=_pid, required=True, help="the PID of the process that owns the server")
     p.add_argument("--data-dir", type=_folder, required=True, help="the server's data folder")

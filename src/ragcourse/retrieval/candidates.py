@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from ..lesson.params import check_positive_int
 from ..world.concepts import Edition
 from ..world.corpus import Query
-from .pipeline import HybridRetriever, IndexedChunk, is_relevant
+from .pipeline import CosineJaccardRetriever, IndexedChunk, is_relevant
 
 
 def _check_pairs(lists: Sequence[Any], queries: Sequence[Query], what: str) -> None:
@@ -26,7 +26,7 @@ def _check_pairs(lists: Sequence[Any], queries: Sequence[Query], what: str) -> N
         raise ValueError(f"{what} must hold one entry per query: {len(lists)} for {len(queries)} queries")
 
 
-def candidate_lists(retriever: HybridRetriever, queries: Sequence[Query],
+def candidate_lists(retriever: CosineJaccardRetriever, queries: Sequence[Query],
                     depth: int) -> list[list[IndexedChunk]]:
     """Each query's ``depth`` best chunks, best first, from one retrieval per query."""
     check_positive_int("k", depth)

@@ -23,7 +23,8 @@ from typing import Any, Protocol, Sequence
 from ..lesson.params import check_positive_int
 from ..world.corpus import Query
 from ..world.embedding import EmbeddingModel, cosine
-from ..world.llm import CONTEXT_OVERFLOW, ConceptLinker, Response
+from ..world.llm import ConceptLinker
+from ..world.responses import CONTEXT_OVERFLOW, Response
 from .pipeline import link_instruction, link_prompt
 from .ranking import top_k
 

@@ -6,7 +6,7 @@ Lessons 07-10 ask the model to link a request to one of the twenty concepts, wit
 retrieved paragraphs pasted in front of the request (``link_instruction``, ``link_prompt``).
 Lessons 11-13 keep every chunk with its vector and token bag (``index_chunks``), retrieve
 with a hybrid score, cosine plus ``weight`` times the Jaccard overlap of token bags
-(``HybridRetriever``) and call a chunk relevant when it names the query's concept in the
+(``CosineJaccardRetriever``) and call a chunk relevant when it names the query's concept in the
 document language and carries the query's record word (``is_relevant``).
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ def index_chunks(chunks: Sequence[Chunk], model: EmbeddingModel) -> list[Indexed
             for c in chunks]
 
 
-class HybridRetriever:
+class CosineJaccardRetriever:
     """Score = cosine(query, chunk) + weight * Jaccard(query tokens, chunk tokens); ties by index."""
 
     def __init__(self, model: EmbeddingModel, chunks: Sequence[IndexedChunk],

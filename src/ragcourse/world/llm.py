@@ -31,7 +31,7 @@ The variants (course lesson in brackets):
 * ``FineTunedModel`` (15): a class-prior generator fine-tuned on labelled examples; it knows
   the concepts it has seen and remembers their stamps as of the training snapshot.
 
-Each call returns a frozen ``Response`` (``FineTunedModel.solve`` a ``FineTunedReply``).
+Each call returns a frozen ``Response`` (``world.responses``; ``FineTunedModel.solve`` a ``FineTunedReply``).
 Floating point follows the course: weights ``exp(score / temperature)`` are divided by their
 left-to-right sum (the course writes ``[x / sum(w) for x in w]`` or ``t = sum(a); x / t``;
 both give the same bits).
@@ -45,18 +45,13 @@ from typing import Any, Mapping, Sequence
 from ..lesson.params import check_non_negative_int
 from .concepts import Edition
 from .prompts import CodedChunk, answer_prompt
+from .responses import CONTEXT_OVERFLOW, EMPTY, OK, RATE_LIMIT, Response
 from .rng import Draw, make_rng, pick
 from .text import tokenize, trace_id
 
 WINDOW = 240
 RATE_LIMIT_EVERY = 37
 MAX_OUTPUT = 24
-
-OK = "ok"
-CONTEXT_OVERFLOW = "context_overflow"
-RATE_LIMIT = "rate_limit"
-EMPTY = "empty"
-STATUSES = (OK, CONTEXT_OVERFLOW, RATE_LIMIT, EMPTY)
 
 # The concepts whose query-side phrase the linker already knows (lessons 07-10).
 PRIOR_KNOWLEDGE = frozenset({"leak", "pressure", "duration", "swap", "valve", "notice", "switch"})
@@ -67,37 +62,6 @@ FREE_FORM_REPLIES = ("request linked to {k} concept and logged",
 TRANSFORM_INSTRUCTION = "Translate the query into the document language . Query: "
 RERANK_INSTRUCTION = "Is the query about the same record as the chunk . Chunk: "
 TRANSFORM_MODES = ("expansion", "rewriting")
-
-
-@dataclass(frozen=True)
-class Response:
-    """One model call.
-
-    ``status`` is one of "ok", "context_overflow", "rate_limit", "empty";
-    ``input_tokens`` / ``output_tokens`` are token counts (output 0 unless "ok");
-    ``text`` is the reply (the linker's words, the transformer's query, the answerer's
-    ``CODE : text``); ``concept`` the concept the reply names (or None); ``chunk`` the chunk
-    the answerer chose; ``record`` the record the linker copied; ``score`` the pair score.
-    """
-
-    status: str
-    input_tokens: int
-    output_tokens: int = 0
-    text: str = ""
-    concept: str | None = None
-    chunk: Any = None
-    record: str | None = None
-    score: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the call produced an answer."""
-        return self.status == OK
-
-    @property
-    def tokens(self) -> int:
-        """Input plus output tokens: what the call costs."""
-        return self.input_tokens + self.output_tokens
 
 
 class CallCounter:

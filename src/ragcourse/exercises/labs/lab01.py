@@ -14,12 +14,12 @@ from functools import lru_cache
 from typing import Any, Callable, Sequence
 
 from ...corpus.queries import Question, judgements, self_retrieval
-from ...engines.chunkers import PARAGRAPH_BREAK, TextChunk, chunk_corpus, pack_paragraphs
+from ...engines.chunking.text_chunks import PARAGRAPH_BREAK, TextChunk, chunk_corpus, pack_paragraphs
 from ...engines.lexical import LexicalIndex, lexical_tokens
 from ...engines.retrievers import LexicalRetriever, collapse, measure, run_questions
 from ...labs.failures import CAUSES, count_by_cause, misses, stemmed_index
 from .shared import corpus, expect_report, judged
-from ..framework import (ExerciseSet, Mismatch, Question as Exercise, call, check_choice, expect_number, first_hint,
+from ..framework import (Exercise, ExerciseSet, Mismatch, call, check_choice, expect_number, first_hint,
                          likely_hint, require_function, shown)
 
 LAB_MAX_CHARS = 800

@@ -21,14 +21,14 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ...corpus.queries import Question, judgements, self_retrieval
-from ...engines.chunkers import TextChunk, chunk_corpus, word_windows
+from ...engines.chunking.text_chunks import TextChunk, chunk_corpus, word_windows
 from ...engines.dense import DenseEncoder, dense_ranking
 from ...engines.lexical import lexical_tokens
 from ...engines.retrievers import DenseRetriever, TfidfRetriever, collapse, measure, run_questions
 from ...engines.tfidf import TfidfIndex, tfidf_tokens
 from ...labs.embedding_plan import LAB02_EXERCISE_MODULES, LAB02_EXERCISE_WINDOW
 from .shared import corpus
-from ..framework import (ExerciseSet, Mismatch, Question as Exercise, as_number, call, check_choice, expect_number,
+from ..framework import (Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 
 SUBSET_MODULES = LAB02_EXERCISE_MODULES        # planned for embedding by ``labs.embedding_plan``

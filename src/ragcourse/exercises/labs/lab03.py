@@ -8,7 +8,7 @@ against ``practice.ChunkSearch``, whose pass reports Recall@5 after each step (d
 with RRF, + contextual headers) with paired intervals (``labs.real_check.paired``); q4
 (predict) is the seed's five "check yourself" questions, each answered before its measurement.
 
-A cold run stays short because everything works on a **subset**: the pages the judged and the
+A cold run stays short because everything works on a **subset** (``lab03_subset``): the pages the judged and the
 real ``dev`` questions need, plus ``numpy.linalg`` and ``numpy.fft`` as neighbours; its whole
 pages and its recursive chunks of 800 characters (what the notebook's setup embeds) are under a
 thousand texts; the checks add the headed chunks and q2's chunks of 400 characters. Lexical and BM25 results are compared exactly; dense ones within
@@ -22,93 +22,25 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ...corpus.queries import Question, answerable_in, judgements, real_questions
-from ...engines.chunkers import TextChunk
-from ...engines.dense import DenseEncoder, dense_ranking
+from ...corpus.queries import Question, judgements
+from ...engines.dense import dense_ranking
 from ...engines.filters import late_filter, user_named
 from ...engines.retrievers import Bm25Retriever, DenseRetriever, collapse, measure
-from ...engines.splitters import recursive_chunks, sentence_units, section_chunks, with_header
+from ...engines.chunking.splitters import sentence_units, section_chunks
 from ...labs.failures import stemmed_tokens
-from ...labs.practice import CAUSES, ChunkSearch, Evidence, failure_cause, first_rank, rrf, word_share
+from ...labs.practice import CAUSES, Evidence, failure_cause, first_rank, rrf, word_share
 from ...labs.real_check import paired
 from ...retrieval.significance import signed, p_text
-from .shared import corpus, expect_report, judged
-from ..framework import (ExerciseSet, Failed, Mismatch, NotDone, Question as Exercise, call,
+from .lab03_subset import LAB_CHARS, bm25, dense, dev, encoder, recursive, search, subset_documents, subset_ids
+from .shared import expect_report, judged
+from ..framework import (Exercise, ExerciseSet, Failed, Mismatch, NotDone, call,
                          first_hint, is_placeholder, require_function, shown)
 
-SUBSET_MODULES = ("numpy.linalg", "numpy.fft")
-LAB_CHARS = 800           # the lab's RECURSIVE_CHARS
 ASKED_CHARS = 400         # q2's size, which the lab suggests but never printed
 LAB_K = 5
 NEAR = 20                 # "ranked below k" means a first relevant chunk at k + 1 .. NEAR
 RRF_K = 60
 DENSE_TOLERANCE = 1e-6    # both sides read the same cached vectors: only an order of additions could move a digit
-
-
-# ---------------------------------------------------------------- the subset, built once per process
-
-@lru_cache(maxsize=1)
-def dev() -> tuple[Question, ...]:
-    """The real ``dev`` questions the corpus can answer (``test`` is never read by an exercise)."""
-    return tuple(answerable_in(corpus(), real_questions("dev")))
-
-
-@lru_cache(maxsize=1)
-def subset_documents() -> tuple:
-    """Every page a judged or ``dev`` question needs, and the pages of ``SUBSET_MODULES``, in corpus order."""
-    wanted = {r for q in judged() + dev() for r in q.relevant}
-    return tuple(d for d in corpus().documents if d.doc_id in wanted or d.module in SUBSET_MODULES)
-
-
-def subset_ids() -> frozenset[str]:
-    """The ids of the subset's pages (what a question of your own may name as relevant)."""
-    return frozenset(d.doc_id for d in subset_documents())
-
-
-@lru_cache(maxsize=1)
-def subset_pages() -> tuple[TextChunk, ...]:
-    """Each subset page as one unit, its summary line kept (as every index of the lab keeps it)."""
-    return tuple(TextChunk(d.doc_id, 0, d.searched_text()) for d in subset_documents())
-
-
-@lru_cache(maxsize=4)
-def recursive(chars: int) -> tuple:
-    """The subset's recursive chunks of ``chars`` characters (the lab's splitter, each page's summary line kept)."""
-    return tuple(c for d in subset_documents() for c in recursive_chunks(d, chars, summary=True))
-
-
-@lru_cache(maxsize=1)
-def headed() -> tuple:
-    """The lab's recursive chunks with the page title and heading path written in front."""
-    by_id = corpus().by_id
-    return tuple(with_header(c, by_id[c.doc_id].title) for c in recursive(LAB_CHARS))
-
-
-@lru_cache(maxsize=1)
-def encoder() -> DenseEncoder:
-    """The lab's encoder behind the shared embedding cache."""
-    return DenseEncoder()
-
-
-UNITS = {"pages": subset_pages, "recursive": lambda: recursive(LAB_CHARS), "headed": headed}
-
-
-@lru_cache(maxsize=4)
-def dense(unit: str) -> DenseRetriever:
-    """The dense model over one of ``UNITS``."""
-    return DenseRetriever(list(UNITS[unit]()), encoder())
-
-
-@lru_cache(maxsize=4)
-def bm25(unit: str) -> Bm25Retriever:
-    """BM25 over one of ``UNITS``."""
-    return Bm25Retriever(list(UNITS[unit]()))
-
-
-@lru_cache(maxsize=4)
-def search(unit: str) -> ChunkSearch:
-    """Both paths over one of ``UNITS`` (the reference of q3)."""
-    return ChunkSearch(bm25(unit), dense(unit))
 
 
 def check_own_questions(name: str, value: Any) -> list[Question]:
@@ -509,7 +441,7 @@ def self_check_measurements() -> dict[str, tuple[str, list[str]]]:
 
 @lru_cache(maxsize=1)
 def _segment():
-    from ...engines.splitters import pysbd_segmenter
+    from ...engines.chunking.splitters import pysbd_segmenter
 
     return pysbd_segmenter()
 

@@ -15,7 +15,7 @@ from ...retrieval.ranking import rank_by_score
 from ...retrieval.search import EmbeddingIndex, KeywordIndex
 from ...world.embedding import dot, length
 from ...world.text import tokenize
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_estimate, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, call, check_estimate, expect_number,
                         first_hint, likely_hint, require_function, shown)
 from ..reference import K, OTHER_SEEDS, model, uniform_draws, world
 
@@ -242,9 +242,9 @@ def check_embedding_recall(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("01-what-is-an-embedding", "What is an embedding", [
-    Question("q1", "predict", "the recall ceiling at K = 10", ("PREDICTED_CEILING",), check_ceiling),
-    Question("q2", "build", "the keyword score", ("keyword_score",), check_keyword_score),
-    Question("q3", "build", "cosine similarity", ("cosine_similarity",), check_cosine),
-    Question("q4", "measure", "embedding recall at another depth", ("embedding_recall",), check_embedding_recall),
+    Exercise("q1", "predict", "the recall ceiling at K = 10", ("PREDICTED_CEILING",), check_ceiling),
+    Exercise("q2", "build", "the keyword score", ("keyword_score",), check_keyword_score),
+    Exercise("q3", "build", "cosine similarity", ("cosine_similarity",), check_cosine),
+    Exercise("q4", "measure", "embedding recall at another depth", ("embedding_recall",), check_embedding_recall),
 ])
 check = EXERCISES.check

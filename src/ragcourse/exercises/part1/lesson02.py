@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from ...retrieval.metrics import retrieval_scores
 from ...retrieval.search import EmbeddingIndex, KeywordIndex
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, call, check_choice, expect_number,
                         first_hint, likely_hint, require_function, shown)
 from ..reference import K, OTHER_SEEDS, model, world
 
@@ -167,8 +167,8 @@ def check_class_hit(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("02-embedding-models", "Embedding models", [
-    Question("q1", "predict", "the outsider's top-ten sets", ("PREDICTED_SETS",), check_outsider_sets),
-    Question("q2", "build", "counting distinct top sets", ("count_top_sets",), check_count_top_sets),
-    Question("q3", "measure", "the class hit rate at five dimensions", ("class_hit_at",), check_class_hit),
+    Exercise("q1", "predict", "the outsider's top-ten sets", ("PREDICTED_SETS",), check_outsider_sets),
+    Exercise("q2", "build", "counting distinct top sets", ("count_top_sets",), check_count_top_sets),
+    Exercise("q3", "measure", "the class hit rate at five dimensions", ("class_hit_at",), check_class_hit),
 ])
 check = EXERCISES.check

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from ...retrieval.ranking import rank_by_score
 from ...world.embedding import dot, unit
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number, first_hint,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, call, check_choice, expect_number, first_hint,
                         likely_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, model, world
 
@@ -158,8 +158,8 @@ def check_divergence_at(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("03-similarity-metrics", "Similarity metrics", [
-    Question("q1", "predict", "doubling every stored vector", ("PREDICTED_CHANGES",), check_rescaling),
-    Question("q2", "build", "the top-3 divergence count", ("diverging_queries",), check_divergence),
-    Question("q3", "measure", "divergence at eight dimensions", ("diverging_at",), check_divergence_at),
+    Exercise("q1", "predict", "doubling every stored vector", ("PREDICTED_CHANGES",), check_rescaling),
+    Exercise("q2", "build", "the top-3 divergence count", ("diverging_queries",), check_divergence),
+    Exercise("q3", "measure", "divergence at eight dimensions", ("diverging_at",), check_divergence_at),
 ])
 check = EXERCISES.check

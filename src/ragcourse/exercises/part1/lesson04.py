@@ -14,7 +14,7 @@ from ...retrieval.index import BucketIndex, build_bucket_index
 from ...retrieval.metrics import overlap_recall
 from ...retrieval.ranking import top_k
 from ...world.embedding import cosine
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_estimate, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import K, OTHER_SEEDS, document_vectors, query_vectors
 
@@ -195,8 +195,8 @@ def unpack_setting(got: Any, tried: str) -> tuple[float, float]:
 
 
 EXERCISES = ExerciseSet("04-vector-databases", "Vector databases", [
-    Question("q1", "predict", "the cost of opening every bucket", ("PREDICTED_COMPARISONS",), check_all_buckets),
-    Question("q2", "build", "the bucket probe", ("bucket_search",), check_bucket_search),
-    Question("q3", "measure", "20 buckets and 3 probes", ("bucket_setting",), check_bucket_setting),
+    Exercise("q1", "predict", "the cost of opening every bucket", ("PREDICTED_COMPARISONS",), check_all_buckets),
+    Exercise("q2", "build", "the bucket probe", ("bucket_search",), check_bucket_search),
+    Exercise("q3", "measure", "20 buckets and 3 probes", ("bucket_setting",), check_bucket_setting),
 ])
 check = EXERCISES.check

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 from ...retrieval.index import BucketIndex, build_bucket_index, rank_candidates
 from ...world.embedding import cosine
 from ...world.metadata import assign_regions, matching
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import K, OTHER_SEEDS, document_vectors, query_vectors
 
@@ -215,8 +215,8 @@ def check_inside_at(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("05-metadata-filtering", "Metadata filtering", [
-    Question("q1", "predict", "filter after, fetching everything", ("PREDICTED_RECALL",), check_fetch_everything),
-    Question("q2", "build", "the filter inside the search", ("filter_inside",), check_filter_inside),
-    Question("q3", "measure", "four probes at the narrowest width", ("inside_at",), check_inside_at),
+    Exercise("q1", "predict", "filter after, fetching everything", ("PREDICTED_RECALL",), check_fetch_everything),
+    Exercise("q2", "build", "the filter inside the search", ("filter_inside",), check_filter_inside),
+    Exercise("q3", "measure", "four probes at the narrowest width", ("inside_at",), check_inside_at),
 ])
 check = EXERCISES.check

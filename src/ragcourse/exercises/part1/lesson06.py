@@ -14,7 +14,7 @@ from ...retrieval.fusion import fused_scores, reciprocal_rank_fusion
 from ...retrieval.ranking import rank_by_score
 from ...retrieval.search import EmbeddingIndex, KeywordIndex
 from ...world.query_classes import ClassQuery, draw_query_classes, searchable_text
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, call, check_choice, expect_number, first_hint,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, call, check_choice, expect_number, first_hint,
                         likely_hint, require_function, shown)
 from ..reference import K, OTHER_SEEDS, model, shuffled, world
 
@@ -191,8 +191,8 @@ def check_hybrid_top1(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("06-hybrid-search", "Hybrid search", [
-    Question("q1", "predict", "a constant of 1 on code queries", ("PREDICTED_TARGET",), check_constant_one),
-    Question("q2", "build", "reciprocal rank fusion", ("rrf",), check_rrf),
-    Question("q3", "measure", "document top1 at constant 2", ("hybrid_top1",), check_hybrid_top1),
+    Exercise("q1", "predict", "a constant of 1 on code queries", ("PREDICTED_TARGET",), check_constant_one),
+    Exercise("q2", "build", "reciprocal rank fusion", ("rrf",), check_rrf),
+    Exercise("q3", "measure", "document top1 at constant 2", ("hybrid_top1",), check_hybrid_top1),
 ])
 check = EXERCISES.check

@@ -16,7 +16,7 @@ from ...retrieval.linking import retrieve_top_k
 from ...retrieval.pipeline import link_instruction, link_prompt
 from ...world.corpus import Chunk, Query
 from ...world.llm import ConceptLinker
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, rag_chunks, rag_model, rag_world, shuffled
 
@@ -225,8 +225,8 @@ def check_columns_at(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("07-retrieval-augmented-generation", "What is retrieval-augmented generation", [
-    Question("q1", "predict", "the bare model at temperature 0", ("PREDICTED_BARE",), check_bare_at_zero),
-    Question("q2", "build", "retrieval and generation in two columns", ("score_columns",), check_two_columns),
-    Question("q3", "measure", "ten chunks a prompt", ("columns_at",), check_columns_at),
+    Exercise("q1", "predict", "the bare model at temperature 0", ("PREDICTED_BARE",), check_bare_at_zero),
+    Exercise("q2", "build", "retrieval and generation in two columns", ("score_columns",), check_two_columns),
+    Exercise("q3", "measure", "ten chunks a prompt", ("columns_at",), check_columns_at),
 ])
 check = EXERCISES.check

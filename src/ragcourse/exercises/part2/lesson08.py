@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ...world.corpus import Chunk, tag_chunk
 from ...world.sources import SPLIT_SHARE, is_continuation, raw_sources
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                         first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, rag_chunks, rag_world
 
@@ -233,8 +233,8 @@ def check_filter_losses(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("08-document-preparation", "Document preparation", [
-    Question("q1", "predict", "every paragraph wrapped", ("PREDICTED_WRAPPED",), check_all_wrapped),
-    Question("q2", "build", "the repeat filter", ("repeat_filter",), check_repeat_filter),
-    Question("q3", "measure", "what the filter deletes at threshold 5", ("filter_losses",), check_filter_losses),
+    Exercise("q1", "predict", "every paragraph wrapped", ("PREDICTED_WRAPPED",), check_all_wrapped),
+    Exercise("q2", "build", "the repeat filter", ("repeat_filter",), check_repeat_filter),
+    Exercise("q3", "measure", "what the filter deletes at threshold 5", ("filter_losses",), check_filter_losses),
 ])
 check = EXERCISES.check

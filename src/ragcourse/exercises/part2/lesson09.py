@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ...retrieval.chunking import body_words, count_whole, relation_spans, token_windows
 from ...world.text import tokenize
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, rag_world
 
@@ -209,8 +209,8 @@ def check_relation_recall_at(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("09-chunking-strategies", "Chunking strategies", [
-    Question("q1", "predict", "a window that steps a word at a time", ("PREDICTED_FOLD",), check_fold),
-    Question("q2", "build", "the token-window chunker", ("windows",), check_windows),
-    Question("q3", "measure", "24 tokens with overlap 6", ("relation_recall_at",), check_relation_recall_at),
+    Exercise("q1", "predict", "a window that steps a word at a time", ("PREDICTED_FOLD",), check_fold),
+    Exercise("q2", "build", "the token-window chunker", ("windows",), check_windows),
+    Exercise("q3", "measure", "24 tokens with overlap 6", ("relation_recall_at",), check_relation_recall_at),
 ])
 check = EXERCISES.check

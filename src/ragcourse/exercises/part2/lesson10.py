@@ -16,7 +16,7 @@ from ...retrieval.linking import retrieve_top_k
 from ...retrieval.pipeline import link_instruction, link_prompt
 from ...world.llm import ConceptLinker
 from ...world.updates import CHANGE_RATE, PERIODS, RECORD_MARKER, ChangeStream, change_stream, served_text
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, rag_chunks, rag_model, rag_world
 from .lesson07 import TEMPERATURE
@@ -232,9 +232,9 @@ def check_stale_and_current(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("10-indexing-and-updating", "Indexing and updating", [
-    Question("q1", "predict", "a volatile source", ("PREDICTED_STALE",), check_volatile),
-    Question("q2", "build", "the refresh year", ("refresh_year",), check_refresh_year),
-    Question("q3", "measure", "an interval that does not divide the year", ("stale_and_current",),
+    Exercise("q1", "predict", "a volatile source", ("PREDICTED_STALE",), check_volatile),
+    Exercise("q2", "build", "the refresh year", ("refresh_year",), check_refresh_year),
+    Exercise("q3", "measure", "an interval that does not divide the year", ("stale_and_current",),
              check_stale_and_current),
 ])
 check = EXERCISES.check

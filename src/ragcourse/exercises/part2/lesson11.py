@@ -16,7 +16,7 @@ from ...retrieval.pipeline import IndexedChunk, is_relevant
 from ...retrieval.ranking import rank_by_score
 from ...world.llm import CallCounter, ChunkAnswerer, QueryTransformer
 from ...world.phrasings import Phrasing, phrase_queries
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, hybrid_retriever, rag_world
 
@@ -40,7 +40,7 @@ class TopChunks:
     """``retrieve(text)``: the top ``k`` chunks of the hybrid retriever at ``seed`` (what a check hands run_setup).
 
     The full ranking of a text is remembered, whatever ``k``; its first ``k`` are exactly what
-    ``HybridRetriever.retrieve(text, k)`` returns (the same scores, the same ``rank_by_score``).
+    ``CosineJaccardRetriever.retrieve(text, k)`` returns (the same scores, the same ``rank_by_score``).
     It holds only its seed and depth, so it travels to a submission's kernel in a few bytes
     (the kernel builds the retriever itself, in milliseconds) rather than with the retriever
     and every ranking remembered so far (a megabyte a call: issue 39, lesson 11's grading time).
@@ -249,8 +249,8 @@ def check_expansion_gain(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("11-query-transformation", "Query transformation", [
-    Question("q1", "predict", "a transformer that never samples", ("PREDICTED_GREEDY",), check_greedy),
-    Question("q2", "build", "transform, then retrieve", ("run_setup",), check_transform_setup),
-    Question("q3", "measure", "expansion's gain at ten chunks", ("expansion_gain",), check_expansion_gain),
+    Exercise("q1", "predict", "a transformer that never samples", ("PREDICTED_GREEDY",), check_greedy),
+    Exercise("q2", "build", "transform, then retrieve", ("run_setup",), check_transform_setup),
+    Exercise("q3", "measure", "expansion's gain at ten chunks", ("expansion_gain",), check_expansion_gain),
 ])
 check = EXERCISES.check

@@ -15,7 +15,7 @@ from ...retrieval.candidates import generation_share, precision_at, recall_at
 from ...retrieval.pipeline import IndexedChunk
 from ...world.corpus import Query, World
 from ...world.llm import CallCounter, ChunkAnswerer, PairScorer
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_estimate, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_estimate, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, hybrid_candidates, rag_world, shuffled
 
@@ -219,8 +219,8 @@ def check_two_stage(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("12-reranking", "Reranking", [
-    Question("q1", "predict", "the calls at 32 candidates", ("PREDICTED_CALLS",), check_calls),
-    Question("q2", "build", "the second stage", ("rerank",), check_rerank),
-    Question("q3", "measure", "precision and calls at 16 candidates", ("two_stage",), check_two_stage),
+    Exercise("q1", "predict", "the calls at 32 candidates", ("PREDICTED_CALLS",), check_calls),
+    Exercise("q2", "build", "the second stage", ("rerank",), check_rerank),
+    Exercise("q3", "measure", "precision and calls at 16 candidates", ("two_stage",), check_two_stage),
 ])
 check = EXERCISES.check

@@ -18,7 +18,7 @@ from ...world.corpus import World
 from ...world.llm import ChunkAnswerer
 from ...world.prompts import ANSWER_INSTRUCTION, answer_prompt
 from ...world.text import tokenize
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                         first_hint, likely_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, hybrid_candidates, rag_world
 
@@ -257,8 +257,8 @@ def check_layout_shares(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("13-context-construction", "Context construction", [
-    Question("q1", "predict", "the middle at temperature 0", ("PREDICTED_MIDDLE",), check_middle_at_zero),
-    Question("q2", "build", "packing chunks under the window", ("pack",), check_pack),
-    Question("q3", "measure", "six irrelevant chunks, three layouts", ("layout_shares",), check_layout_shares),
+    Exercise("q1", "predict", "the middle at temperature 0", ("PREDICTED_MIDDLE",), check_middle_at_zero),
+    Exercise("q2", "build", "packing chunks under the window", ("pack",), check_pack),
+    Exercise("q3", "measure", "six irrelevant chunks, three layouts", ("layout_shares",), check_layout_shares),
 ])
 check = EXERCISES.check

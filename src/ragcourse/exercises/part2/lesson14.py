@@ -15,7 +15,7 @@ from ...retrieval.search import EmbeddingIndex
 from ...world.concepts import Edition
 from ...world.corpus import Chunk, Query, World
 from ...world.llm import ClassPriorGenerator
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                         first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, rag_chunks, rag_model, rag_world
 
@@ -222,8 +222,8 @@ def check_contingency_at(answer: Any) -> list[str]:
 
 EXERCISES = ExerciseSet("14-retrieval-and-generation-quality",
                         "Measuring retrieval and generation quality separately", [
-    Question("q1", "predict", "eight chunks", ("PREDICTED_EIGHT",), check_eight_chunks),
-    Question("q2", "build", "the four boxes", ("four_boxes",), check_four_boxes),
-    Question("q3", "measure", "two chunks, boxes and tokens", ("contingency_at",), check_contingency_at),
+    Exercise("q1", "predict", "eight chunks", ("PREDICTED_EIGHT",), check_eight_chunks),
+    Exercise("q2", "build", "the four boxes", ("four_boxes",), check_four_boxes),
+    Exercise("q3", "measure", "two chunks, boxes and tokens", ("contingency_at",), check_contingency_at),
 ])
 check = EXERCISES.check

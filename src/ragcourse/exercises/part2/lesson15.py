@@ -15,7 +15,7 @@ from ...retrieval.search import EmbeddingIndex
 from ...world.corpus import World
 from ...world.finetuning import ValidityStamps, stamped_chunks, training_examples, validity_stamps
 from ...world.llm import CallCounter, FineTunedModel
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                         first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, rag_model, rag_world
 
@@ -229,9 +229,9 @@ def check_smallest_training(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("15-retrieval-and-fine-tuning", "Measuring retrieval and fine-tuning side by side", [
-    Question("q1", "predict", "freshness with one chunk", ("PREDICTED_FRESHNESS",), check_one_chunk),
-    Question("q2", "build", "three tasks, scored apart", ("score_setup",), check_score_setup),
-    Question("q3", "measure", "the smallest training set for format", ("smallest_training",),
+    Exercise("q1", "predict", "freshness with one chunk", ("PREDICTED_FRESHNESS",), check_one_chunk),
+    Exercise("q2", "build", "three tasks, scored apart", ("score_setup",), check_score_setup),
+    Exercise("q3", "measure", "the smallest training set for format", ("smallest_training",),
              check_smallest_training),
 ])
 check = EXERCISES.check

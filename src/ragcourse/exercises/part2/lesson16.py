@@ -18,7 +18,7 @@ from ...world.corpus import World
 from ...world.embedding import EmbeddingModel
 from ...world.table_source import CELL_SEPARATOR, Table, build_tables
 from ...world.text import tokenize
-from ..framework import (COURSE_SEED, ExerciseSet, Mismatch, Question, as_number, call, check_choice, expect_number,
+from ..framework import (COURSE_SEED, Exercise, ExerciseSet, Mismatch, as_number, call, check_choice, expect_number,
                          expect_pair, first_hint, require_function, shown)
 from ..reference import OTHER_SEEDS, rag_model, rag_world
 
@@ -258,10 +258,10 @@ def check_row_header_at(answer: Any) -> list[str]:
 
 
 EXERCISES = ExerciseSet("16-tables-and-images", "Chunking sources that contain tables and images", [
-    Question("q1", "predict", "a description that lists the fields", ("PREDICTED_ANSWERABLE",),
+    Exercise("q1", "predict", "a description that lists the fields", ("PREDICTED_ANSWERABLE",),
              check_fields_description),
-    Question("q2", "build", "row-with-header chunks", ("row_with_header",), check_row_with_header),
-    Question("q3", "build", "recall, answerability and tokens", ("table_measure",), check_table_measure),
-    Question("q4", "measure", "row + header at K = 5", ("row_header_at",), check_row_header_at),
+    Exercise("q2", "build", "row-with-header chunks", ("row_with_header",), check_row_with_header),
+    Exercise("q3", "build", "recall, answerability and tokens", ("table_measure",), check_table_measure),
+    Exercise("q4", "measure", "row + header at K = 5", ("row_header_at",), check_row_header_at),
 ])
 check = EXERCISES.check

@@ -123,7 +123,8 @@ def header_lookup(chunks: Sequence[PageChunk]) -> dict[str, str]:
 def page_chunks(corpus) -> list[PageChunk]:
     """Every page cut as the kept system cuts it (``ChunkPolicy.recursive(headers=True)`` over the exported
     Markdown with summary lines, ``corpus.apidocs.export_markdown``), in page order."""
-    from ..ingest import ChunkPolicy, SECTION_LINE
+    from ...engines.chunking.policy import ChunkPolicy
+    from ...engines.chunking.spans import SECTION_LINE
 
     policy = ChunkPolicy.recursive(headers=True)
     chunks = []

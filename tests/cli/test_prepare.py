@@ -60,7 +60,7 @@ class RecordingBar:
         self.count += n
 
     def set_postfix_str(self, text, refresh=True):
-        self.postfixes.append((self.count, text))
+        self.postfixes.append((self.count, text))   # texts counted before the block's update shows it
 
     def close(self):
         pass
@@ -94,7 +94,7 @@ def test_the_bar_shows_the_time_left_at_the_measured_rate_and_the_end_sets_the_e
     for number, cost in enumerate(costs):
         done += cost
         seconds += (0.001 if number == 0 else 0.002) * cost
-        expected.append((sum(map(len, encoder.calls[:number + 1])), time_left(seconds / done * (total - done))))
+        expected.append((sum(map(len, encoder.calls[:number])), time_left(seconds / done * (total - done))))
     assert bar.postfixes == expected and len(expected) == 6
     assert expected[0][1] == time_left(0.001 * (total - costs[0])) != expected[1][1]   # the rate doubled: so did the figure
     lines = out.getvalue().splitlines()

@@ -80,9 +80,9 @@ def _embed(plan, encoder, progress_file: Path | None, out: TextIO, started: floa
     seconds = 0.0
     for step in embed(schedule, encoder, clock):
         seconds = step.seconds
-        bar.update(step.texts)
-        if step.seconds_left is not None:
+        if step.seconds_left is not None:   # shown by the update that follows
             bar.set_postfix_str(time_left(step.seconds_left), refresh=False)
+        bar.update(step.texts)
         if not step.group_done:
             continue
         minutes = (step.seconds_left or 0.0) / 60

@@ -133,7 +133,7 @@ def waits_for(item) -> tuple[str, ...]:
 def readiness(item) -> int:
     """When a test can start under ``make test``: 0 at once, else 1 + the place in ``prepare``'s order of the
     last group it waits for (``all``: the last place)."""
-    from ragcourse.cli.prepare import GROUP_ORDER
+    from ragcourse.labs.embedding_schedule import GROUP_ORDER
 
     groups = waits_for(item)
     if "all" in groups:
@@ -163,7 +163,7 @@ def cost_rank(items) -> tuple[int, bool]:
 def pytest_collection_modifyitems(config, items):
     import os
 
-    from ragcourse.cli.prepare import GROUP_ORDER
+    from ragcourse.labs.embedding_schedule import GROUP_ORDER
 
     for item in items:
         if item.path.suffix == ".ipynb":

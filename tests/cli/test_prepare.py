@@ -21,28 +21,92 @@ def test_check_on_an_empty_cache_plans_everything_embeds_nothing_and_fails(tmp_p
     assert not list(tmp_path.glob("*.sqlite")) or (tmp_path / "embeddings.sqlite").stat().st_size < 100_000
 
 
-def test_padded_cost_counts_every_pass_at_its_fixed_shape():
-    """The estimate scales the sample's time by this cost: texts of one exact length share a pass, and every
-    pass holds ``batch`` rows (a short one is filled), so a pass costs ``batch`` times its length."""
-    from ragcourse.cli.prepare import padded_cost
+class FakeEncoder:
+    """What prepare's embedding step asks of a ``DenseEncoder``: a text's length is its token count, and each
+    ``encode`` call moves a fake clock by its texts' padded tokens at a rate that doubles after the sample (0.001 s a token, then 0.002)."""
 
-    tokens = {"a": 10, "b": 3, "c": 5, "d": 10, "e": 10}
-    assert padded_cost(["b", "a", "c"], tokens, batch=2) == 2 * 3 + 2 * 10 + 2 * 5   # one pass per length
-    assert padded_cost(["a", "d", "e"], tokens, batch=2) == 2 * 10 + 2 * 10         # (a, d) then (e + filler)
-    assert padded_cost(["a", "d", "e"], tokens, batch=3) == 3 * 10
-    assert padded_cost([], tokens, batch=32) == 0
+    batch_size, threads = 2, 1
+
+    def __init__(self):
+        self.now, self.calls, self.warmed = 0.0, [], 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def encoded_lengths(self, texts):
+        return [len(t) for t in texts]
+
+    def forward(self, batch):
+        self.warmed += 1   # untimed: the clock does not move
+
+    def encode(self, texts, progress=None):
+        from ragcourse.labs.embedding_schedule import padded_cost
+
+        rate = 0.001 if not self.calls else 0.002
+        self.calls.append(list(texts))
+        self.now += rate * padded_cost(texts, {t: len(t) for t in texts}, self.batch_size)
 
 
-def test_the_first_sample_is_full_passes_in_the_plan_s_length_mix():
-    """The sample that times the encoder holds full passes (``batch`` texts of one length), its lengths taken
-    at even steps through the plan, so it costs per text what the plan does: no filler rows at all here."""
-    from ragcourse.cli.prepare import BLOCK, length_mix_sample, padded_cost
+class RecordingBar:
+    """tqdm's place: what the bar was told."""
 
-    texts = [f"t{i}" for i in range(4000)]
-    tokens = {t: 5 + (i % 50) * 4 if i % 4 else 200 for i, t in enumerate(texts)}   # a quarter of long texts
-    keys = {t: t for t in texts}
-    sample = length_mix_sample(texts, tokens, keys, batch=8)
-    assert len(sample) == BLOCK and len(set(sample)) == BLOCK
-    assert padded_cost(sample, tokens, batch=8) == sum(tokens[t] for t in sample)   # every pass full
-    long_share = sum(tokens[t] == 200 for t in sample) / len(sample)
-    assert 0.2 <= long_share <= 0.3   # the plan's quarter of long texts, near enough
+    made: list = []
+
+    def __init__(self, **settings):
+        self.settings, self.count, self.postfixes = settings, 0, []
+        RecordingBar.made.append(self)
+
+    def update(self, n):
+        self.count += n
+
+    def set_postfix_str(self, text, refresh=True):
+        self.postfixes.append((self.count, text))   # texts counted before the block's update shows it
+
+    def close(self):
+        pass
+
+
+def test_the_bar_shows_the_time_left_at_the_measured_rate_and_the_end_sets_the_estimate_against_the_truth(
+        tmp_path, monkeypatch):
+    import io
+
+    import tqdm.auto
+
+    from ragcourse.cli.prepare import BAR_FORMAT, _embed, estimate_against_truth, time_left
+    from ragcourse.engines.dense import EmbeddingCache
+    from ragcourse.labs.embedding_plan import plan_from_groups
+    from ragcourse.labs.embedding_schedule import padded_cost
+
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setattr(tqdm.auto, "tqdm", RecordingBar)
+    texts = ["w" * (1 + i % 40) + f"{i:04d}" for i in range(1500)]
+    plan = plan_from_groups({"questions": texts[:600], "lab 03": texts[200:]}, EmbeddingCache(tmp_path / "e.sqlite"),
+                            "rev", model="model")
+    encoder, out, progress = FakeEncoder(), io.StringIO(), tmp_path / "progress"
+    assert _embed(plan, encoder, progress, out, 0.0, clock=encoder.clock) == 0
+    bar = RecordingBar.made[-1]
+    assert bar.settings["bar_format"] == BAR_FORMAT and "remaining" not in BAR_FORMAT   # tqdm's own figure is not shown
+    assert bar.count == 1500 and encoder.warmed == 1 and sum(map(len, encoder.calls)) == 1500
+    assert progress.read_text().splitlines() == ["questions", "lab 03"]
+    # replay the fake clock: each figure is the seconds so far over the tokens done, times the tokens left
+    costs = [padded_cost(c, {t: len(t) for t in c}, 2) for c in encoder.calls]
+    total, done, seconds, expected = sum(costs), 0, 0.0, []
+    for number, cost in enumerate(costs):
+        done += cost
+        seconds += (0.001 if number == 0 else 0.002) * cost
+        expected.append((sum(map(len, encoder.calls[:number])), time_left(seconds / done * (total - done))))
+    assert bar.postfixes == expected and len(expected) == 6
+    assert expected[0][1] == time_left(0.001 * (total - costs[0])) != expected[1][1]   # the rate doubled: so did the figure
+    lines = out.getvalue().splitlines()
+    first = 0.001 * total   # the sample's rate over every token of the run
+    assert lines[0].startswith(f"prepare: {len(encoder.calls[0]) / (0.001 * costs[0]):.1f} texts/s on a sample")
+    assert lines[-1] == f"prepare: {estimate_against_truth(first, seconds)}"
+    assert "(-" in lines[-1]   # the rate doubled after the sample: the first estimate was short
+
+
+def test_the_time_left_reads_in_minutes_from_ninety_seconds():
+    from ragcourse.cli.prepare import estimate_against_truth, time_left
+
+    assert time_left(40.4) == "about 40 s left" and time_left(89) == "about 89 s left"
+    assert time_left(90) == "about 2 min left" and time_left(245) == "about 4 min left"
+    assert estimate_against_truth(366, 324) == "the sample's estimate was 6.1 min, embedding took 5.4 min (+13%)"

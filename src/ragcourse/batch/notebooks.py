@@ -65,5 +65,11 @@ def notebook_parameters(path: Path) -> dict[str, object]:
     return values
 
 
+def lab_parameters() -> dict[int, dict[str, object]]:
+    """Every lab notebook's ``notebook_parameters``, by lab number (what the embedding plan is built with)."""
+    return {number: notebook_parameters(path) for number, path in lab_notebooks().items()}
+
+
 __all__ = ["QUIET_ENV", "KERNELSPEC", "NOTEBOOKS_DIR", "FIGURES_DIR", "PROJECT_ROOT", "LABS_FOLDER",
-           "lesson_notebooks", "lab_notebooks", "clean_metadata", "notebook_parameters"]
+           "lesson_notebooks", "lab_notebooks", "clean_metadata", "notebook_parameters",
+           "lab_parameters"]

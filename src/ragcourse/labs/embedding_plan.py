@@ -8,11 +8,14 @@ them up front (with the labs' own parameter values, read from their parameters c
 caller), and ``python -m ragcourse prepare`` embeds the union once, in one call, with one
 progress bar. Texts a lab meets only at run time (a note appended to one file in lab 04's
 refresh section) are left to the lab; ``coverage`` says how many of the texts a run asked for
-were planned.
+were planned. ``plan_embeddings`` is the plan ``prepare`` prints: the groups, each distinct text
+once with its cache key, and the texts the cache lacks (the order they are embedded in, and the
+time that takes: ``labs.embedding_schedule``).
 """
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -20,6 +23,7 @@ from ..corpus.apidocs import ApiCorpus, export_markdown, with_summaries
 from ..corpus.queries import judged_questions, real_questions, self_retrieval, unanswerable_questions
 from ..engines.catalogue import windows
 from ..engines.chunkers import chunk_corpus, word_windows
+from ..engines.dense import MODEL_NAME, EmbeddingCache, text_key
 from ..engines.splitters import pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, with_header
 from ..rag.ingest import discover, read_source
 from ..rag.reader import SentenceSplitter
@@ -110,3 +114,41 @@ def coverage(planned: Iterable[str], requested: Iterable[str]) -> tuple[int, int
     """(requested texts that were planned, distinct requested texts)."""
     wanted = set(requested)
     return len(wanted & set(planned)), len(wanted)
+
+
+@dataclass(frozen=True)
+class EmbeddingPlan:
+    """What ``prepare`` embeds: the planned texts by group (as planned, repeats kept), every distinct text
+    once (first-seen order) with its cache key, and those of them the cache lacks (in the same order)."""
+
+    groups: dict[str, list[str]]
+    texts: list[str]
+    keys: dict[str, str]
+    missing: list[str]
+    cache_path: Path
+
+    @property
+    def group_sizes(self) -> dict[str, int]:
+        """Distinct texts per group, in the groups' order (a text two groups share counts in both)."""
+        return {name: len(set(texts)) for name, texts in self.groups.items()}
+
+    @property
+    def cached(self) -> int:
+        """Distinct planned texts already in the cache."""
+        return len(self.texts) - len(self.missing)
+
+
+def plan_from_groups(groups: Mapping[str, Iterable[str]], cache: EmbeddingCache, revision: str,
+                     model: str = MODEL_NAME) -> EmbeddingPlan:
+    """The plan of ``groups``: a text planned twice (in one group or two) is one text, and a text whose
+    vector ``cache`` holds for (``model``, ``revision``) is not embedded again."""
+    listed = {name: list(texts) for name, texts in groups.items()}
+    texts = distinct(listed)
+    keys = {text: text_key(text) for text in texts}
+    stored = cache.get(model, revision, list(keys.values()))
+    return EmbeddingPlan(listed, texts, keys, [t for t in texts if keys[t] not in stored], cache.path)
+
+
+def plan_embeddings(corpus: ApiCorpus, parameters: Mapping[int, Mapping[str, object]], encoder) -> EmbeddingPlan:
+    """``planned_texts`` against ``encoder``'s cache (a ``DenseEncoder``; its model is not loaded)."""
+    return plan_from_groups(planned_texts(corpus, parameters), encoder.cache, encoder.revision)

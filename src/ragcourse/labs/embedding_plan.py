@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..corpus.apidocs import ApiCorpus, export_markdown, with_summaries
-from ..corpus.queries import judged_questions, real_questions, self_retrieval, unanswerable_questions
+from ..corpus.queries import fresh_questions, judged_questions, real_questions, self_retrieval, unanswerable_questions
 from ..engines.catalogue import windows
-from ..engines.chunkers import chunk_corpus, word_windows
+from ..engines.chunking.text_chunks import chunk_corpus, word_windows
 from ..engines.dense import MODEL_NAME, EmbeddingCache, text_key
-from ..engines.splitters import pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, with_header
+from ..engines.chunking.splitters import pysbd_segmenter, recursive_chunks, section_chunks, sentence_units, with_header
 from ..rag.ingest import discover, read_source
 from ..rag.reader import SentenceSplitter
 from .ladder import LADDER_INDEXES
@@ -37,9 +37,10 @@ LAB02_EXERCISE_WINDOW = (60, 20)
 
 
 def question_texts(corpus: ApiCorpus) -> list[str]:
-    """Every question the labs ask: self-retrieval summaries, judged, unanswerable and real questions."""
+    """Every question the labs ask: self-retrieval summaries, judged, unanswerable, real and fresh questions."""
     return ([q.text for q in self_retrieval(corpus)] + [q.text for q in judged_questions(corpus)]
-            + [q.text for q in unanswerable_questions()] + [q.text for q in real_questions("all")])
+            + [q.text for q in unanswerable_questions()] + [q.text for q in real_questions("all")]
+            + [q.text for q in fresh_questions()])
 
 
 def lab02_texts(corpus: ApiCorpus, parameters: Mapping[str, object]) -> list[str]:

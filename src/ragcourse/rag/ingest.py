@@ -20,7 +20,6 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..engines.chunking.policy import ChunkPolicy  # noqa: F401 (rag.pipeline imports it from here)
 from .health import DAMAGED_SOURCES, STALE_TENANTS, absent
 from .schema import DEFAULT_TENANT, TEXT_INDEXES, check_tenant, schema_number
 

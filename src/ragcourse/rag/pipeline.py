@@ -360,7 +360,7 @@ class Setting:
 
     def chunk_policy(self, name: str = "sentences"):
         """The ``ChunkPolicy`` this setting indexes with."""
-        from .ingest import ChunkPolicy
+        from ..engines.chunking.policy import ChunkPolicy
 
         if self.policy == "recursive":
             return ChunkPolicy.recursive(headers=self.headers)

@@ -1,6 +1,8 @@
 """The labs' judged-beside-real check: per-question measures, the headline rows and the paired comparisons."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ragcourse.corpus.queries import Coverage, Question
@@ -164,4 +166,5 @@ def test_a_lab_reads_the_fresh_set_unless_it_asks_for_the_earlier_test(lab):
     if lab in LABS_READING_FRESH:
         printed = "".join("".join(o.get("text", "")) for c in cells
                           if c["cell_type"] == "code" and "held_out(" in "".join(c["source"]) for o in c["outputs"])
-        assert "fresh test" in printed and "268 of 268 questions have a page" in printed
+        # Labs 01-02 print "fresh test questions: ...", lab 03 "fresh test: ..." (its reading cell is fixed).
+        assert re.search(r"fresh test(?: questions)?: 268 of 268 questions have a page", printed)

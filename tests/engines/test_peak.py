@@ -101,6 +101,7 @@ def test_the_peak_records_what_it_measured_and_is_measured_once():
     peak = measure_peak(threads=1, size=64, repeats=2)
     assert (peak.threads, peak.size, peak.repeats) == (1, 64, 2)
     assert peak.gflops == pytest.approx(2 * 64 ** 3 / peak.best_seconds / 1e9)
+    assert not peak.cpu_gflops <= 0   # a rate, or nan where the clock's tick is coarser than a product
     assert measure_peak(threads=1, size=64, repeats=2) is peak
     assert torch.get_num_threads() == before
     assert measure_peak(size=64, repeats=2).threads == before
@@ -112,6 +113,8 @@ def test_the_line_of_a_stage():
         "encoder: 1,234 tokens/s, 25.1 GFLOP/s = 31% of this machine's measured fp32 peak (80.2 GFLOP/s, 1 thread)")
     assert stage_line("decode", 10, 1.0, 160.4e9, Peak(80.2, 2, 1536, 0.09, 5)).endswith(
         "= 200% of this machine's measured fp32 peak (80.2 GFLOP/s, 2 threads)")
+    assert stage_line("encoder", 2468, 2.0, 50.2e9, Peak(80.2, 1, 1536, 0.09, 5, 129.0), cpu_seconds=0.5).endswith(
+        "(80.2 GFLOP/s, 1 thread); per CPU second 100.4 GFLOP = 78% of the peak's 129.0")
 
 
 @pytest.mark.parametrize("call, name", [
@@ -126,8 +129,9 @@ def test_the_line_of_a_stage():
     (lambda: arithmetic(transformers.GPT2Config()), "model_type"),
     (lambda: arithmetic(tiny_bert(), labels=-1), "labels"),
     (lambda: stage_line("x", 1, 0.0, 1.0, Peak(1.0, 1, 16, 1.0, 1)), "seconds"),
+    (lambda: stage_line("x", 1, 1.0, 1.0, Peak(1.0, 1, 16, 1.0, 1), cpu_seconds=0.0), "cpu_seconds"),
 ], ids=["threads", "size", "repeats", "length", "decoder as encoder", "encoder as decoder", "logits", "rows",
-        "architecture", "labels", "seconds"])
+        "architecture", "labels", "seconds", "CPU seconds"])
 def test_a_wrong_argument_names_itself(call, name):
     with pytest.raises(ValueError, match=name):
         call()

@@ -5,6 +5,9 @@ then the best of several repeats) and returns what it reached, in GFLOP/s. That 
 peak measured here, on this machine as it is loaded at the time, not a datasheet number: a processor's
 nominal figure (cores x clock x vector width x fused multiply-adds) is higher, and no neural stage beats a
 large matrix product of one library on the same threads. It is measured once per process and thread count.
+On a shared machine a thread waiting for a core costs wall time but no CPU time, so the peak is also kept per
+CPU second of the process (``cpu_gflops``, all threads summed), and ``stage_line`` compares a stage's FLOPs per
+CPU second with it when given the stage's CPU seconds: the fairer of the two figures while others run.
 
 The FLOPs of a stage are counted from the model's own configuration (a ``transformers`` config or anything
 with the same attributes), one multiply-add counted as two FLOPs, matrix products only (layer norms,
@@ -39,13 +42,15 @@ PEAK_WARMUP = 2
 
 @dataclass(frozen=True)
 class Peak:
-    """The best fp32 matrix-product rate measured: ``gflops`` on ``threads`` threads, ``size`` x ``size``."""
+    """The best fp32 matrix-product rate measured: ``gflops`` per wall second on ``threads`` threads, ``size`` x
+    ``size``; ``cpu_gflops`` per CPU second of the process (the product that took the least CPU time)."""
 
     gflops: float
     threads: int
     size: int
     best_seconds: float
     repeats: int
+    cpu_gflops: float = float("nan")
 
     def describe(self) -> str:
         return f"{self.gflops:.1f} GFLOP/s, {self.threads} thread{'s' if self.threads != 1 else ''}"
@@ -78,14 +83,16 @@ def _measured(threads: int, size: int, repeats: int) -> Peak:
         with torch.inference_mode():
             for _ in range(PEAK_WARMUP):
                 torch.mm(a, b, out=out)
-            best = float("inf")
+            best, best_cpu = float("inf"), float("inf")
             for _ in range(repeats):
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), time.process_time()
                 torch.mm(a, b, out=out)
                 best = min(best, time.perf_counter() - started)
+                best_cpu = min(best_cpu, time.process_time() - cpu)
     finally:
         torch.set_num_threads(previous)
-    return Peak(2 * size ** 3 / best / 1e9, threads, size, best, repeats)
+    flops = 2 * size ** 3
+    return Peak(flops / best / 1e9, threads, size, best, repeats, flops / best_cpu / 1e9 if best_cpu > 0 else float("nan"))
 
 
 @dataclass(frozen=True)
@@ -182,8 +189,10 @@ def decode_contexts(rows: int, prompt: int, steps: int) -> list[int]:
     return [prompt + step for step in range(1, steps + 1) for _ in range(rows)]
 
 
-def stage_line(stage: str, tokens: int, seconds: float, flops: float, peak: Peak) -> str:
-    """``encoder: 1,234 tokens/s, 25.1 GFLOP/s = 31% of this machine's measured fp32 peak (80.2 GFLOP/s, 1 thread)``."""
+def stage_line(stage: str, tokens: int, seconds: float, flops: float, peak: Peak, cpu_seconds: float | None = None) -> str:
+    """``encoder: 1,234 tokens/s, 25.1 GFLOP/s = 31% of this machine's measured fp32 peak (80.2 GFLOP/s, 1 thread)``;
+    with ``cpu_seconds`` (the process's, all threads) it goes on: ``; per CPU second 90.3 GFLOP = 70% of the
+    peak's 129.0``."""
     if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
         raise ValueError(f"tokens must be a whole number of at least 0; got {tokens!r}")
     if not seconds > 0:
@@ -191,5 +200,12 @@ def stage_line(stage: str, tokens: int, seconds: float, flops: float, peak: Peak
     if not flops >= 0:
         raise ValueError(f"flops must be at least 0; got {flops!r}")
     rate = flops / seconds / 1e9
-    return (f"{stage}: {tokens / seconds:,.0f} tokens/s, {rate:,.1f} GFLOP/s = {100 * rate / peak.gflops:.0f}% of "
+    line = (f"{stage}: {tokens / seconds:,.0f} tokens/s, {rate:,.1f} GFLOP/s = {100 * rate / peak.gflops:.0f}% of "
             f"this machine's measured fp32 peak ({peak.describe()})")
+    if cpu_seconds is None:
+        return line
+    if not cpu_seconds > 0:
+        raise ValueError(f"cpu_seconds must be more than 0; got {cpu_seconds!r}")
+    per_cpu = flops / cpu_seconds / 1e9
+    return (f"{line}; per CPU second {per_cpu:,.1f} GFLOP = {100 * per_cpu / peak.cpu_gflops:.0f}% of the peak's "
+            f"{peak.cpu_gflops:,.1f}")

@@ -1,7 +1,9 @@
 """Benchmark (not a test): every neural stage's throughput against this machine's measured fp32 peak (issue 54).
 
 For each thread count (``--threads``, default 1 and 2) it measures the achievable fp32 matmul rate
-(``engines.peak.measure_peak``) and times each stage on realistic inputs, in the passes the course runs:
+(``engines.peak.measure_peak``) before and after timing the stages, and compares each stage with the better of
+the two (another process's work can hold a core for seconds). The stages run on realistic inputs, in the
+passes the course runs:
 
 - the encoder (MiniLM, both routes: PyTorch, the default, and onnxruntime): a sample of ``prepare``'s own plan
   (``encoder_routes.plan_sample``: ``--texts`` texts drawn as whole passes of one length), no cache;
@@ -31,7 +33,9 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 warnings.filterwarnings("ignore")
@@ -53,12 +57,23 @@ def load() -> str:
     return f"load average {os.getloadavg()[0]:.2f}"
 
 
-def encoder_lines(texts: list[str], lengths: list[int], threads: int, repeats: int, peak) -> list[str]:
+class Measured(NamedTuple):
+    """One stage timed: what ``stage_line`` needs besides the peak, and a line of detail."""
+
+    stage: str
+    tokens: int
+    wall: float
+    flops: int
+    cpu: float
+    detail: str
+
+
+def encoder_stages(texts: list[str], lengths: list[int], threads: int, repeats: int) -> list[Measured]:
     import torch
 
     from ragcourse.engines.batching import computed_rows, fixed_shape_batches, run_fixed_shape
     from ragcourse.engines.dense import DenseEncoder, onnx_compute
-    from ragcourse.engines.peak import encoder_flops, stage_line
+    from ragcourse.engines.peak import encoder_flops
 
     encoder = DenseEncoder(threads=threads)
     model, size = encoder.model, encoder.batch_size
@@ -68,18 +83,18 @@ def encoder_lines(texts: list[str], lengths: list[int], threads: int, repeats: i
     needed, computed = computed_rows(batches)
     torch.set_num_threads(threads)
     routes = {"torch": encoder.forward, "onnx": onnx_compute(model, threads)}
-    lines = []
+    measured = []
     for route, compute in routes.items():
         run_fixed_shape(texts[:size], lengths[:size], size, compute)   # warm-up (and the onnx session)
         wall, cpu = timed(lambda: run_fixed_shape(texts, lengths, size, compute), repeats)
-        lines.append(stage_line(f"encoder ({route})", sum(lengths), wall, flops, peak, cpu))
-        lines.append(f"    {len(texts)} texts of the plan, {sum(lengths) / len(texts):.1f} tokens a text, in {len(batches)} "
-                     f"passes of {size} ({computed - needed} filler rows); {wall:.2f} s wall, {cpu:.2f} s CPU; {load()}")
-    return lines
+        measured.append(Measured(
+            f"encoder ({route})", sum(lengths), wall, flops, cpu, f"    {len(texts)} texts of the plan, {sum(lengths) / len(texts):.1f} tokens a text, in {len(batches)} "
+                     f"passes of {size} ({computed - needed} filler rows); {wall:.2f} s wall, {cpu:.2f} s CPU; {load()}"))
+    return measured
 
 
-def generator_lines(prompts, threads: int, peak) -> list[str]:
-    from ragcourse.engines.peak import decode_contexts, decode_flops, prefill_flops, stage_line
+def generator_stages(prompts, threads: int) -> list[Measured]:
+    from ragcourse.engines.peak import decode_contexts, decode_flops, prefill_flops
     from ragcourse.rag import generator as generation
 
     generator = generation.Generator(max_new_tokens=prompts.new, threads=threads,
@@ -99,23 +114,24 @@ def generator_lines(prompts, threads: int, peak) -> list[str]:
     prefill_s = generator.stats["prefill_seconds"] - before["prefill_seconds"]
     decode_s = generator.stats["decode_seconds"] - before["decode_seconds"]
     steps = len(ends) - 1   # forward passes after the prefill
-    lines = [stage_line("generator prefill", sum(p.tokens for p in rows), prefill_s,
-                        prefill_flops(model.config, [length] * generation.BATCH), peak, prefill_cpu),
-             f"    {len(rows)} prompts of {rows[0].tokens} tokens, padded to {length}, one pass of {generation.BATCH} rows; "
-             f"{prefill_s:.2f} s wall, {prefill_cpu:.2f} s CPU; {load()}"]
+    measured = [Measured(
+        "generator prefill", sum(p.tokens for p in rows), prefill_s, prefill_flops(model.config, [length] * generation.BATCH),
+        prefill_cpu, f"    {len(rows)} prompts of {rows[0].tokens} tokens, padded to {length}, one pass of "
+        f"{generation.BATCH} rows; {prefill_s:.2f} s wall, {prefill_cpu:.2f} s CPU; {load()}")]
     if steps > 0:
-        lines += [stage_line("generator decode", generation.BATCH * steps, decode_s,
-                             decode_flops(model.config, decode_contexts(generation.BATCH, length, steps)), peak, decode_cpu),
-                  f"    {steps} steps of {generation.BATCH} rows after the prompt ({sum(g.tokens_out for g in made)} "
-                  f"tokens written in all, each row's first from the prefill's logits); {decode_s:.2f} s wall, "
-                  f"{decode_cpu:.2f} s CPU; {load()}"]
-    return lines
+        measured.append(Measured(
+            "generator decode", generation.BATCH * steps, decode_s,
+            decode_flops(model.config, decode_contexts(generation.BATCH, length, steps)), decode_cpu,
+            f"    {steps} steps of {generation.BATCH} rows after the prompt ({sum(g.tokens_out for g in made)} tokens "
+            f"written in all, each row's first from the prefill's logits); {decode_s:.2f} s wall, {decode_cpu:.2f} s CPU; "
+            f"{load()}"))
+    return measured
 
 
-def cross_encoder_lines(scorer, pairs, threads: int, repeats: int, peak) -> list[str]:
+def cross_encoder_stage(scorer, pairs, threads: int, repeats: int) -> Measured:
     from ragcourse.engines.batching import computed_rows, fixed_shape_batches, preprocessed_lengths
     from ragcourse.engines.dense import encode_batch_size
-    from ragcourse.engines.peak import encoder_flops, stage_line
+    from ragcourse.engines.peak import encoder_flops
 
     os.environ["RAGCOURSE_TORCH_THREADS"] = str(threads)   # compute_scores runs on torch_threads()
     model, size = scorer.model, encode_batch_size()
@@ -126,10 +142,10 @@ def cross_encoder_lines(scorer, pairs, threads: int, repeats: int, peak) -> list
     needed, computed = computed_rows(batches)
     scorer.compute(pairs[:1])   # warm-up
     wall, cpu = timed(lambda: scorer.compute(pairs), repeats)
-    return [stage_line("cross-encoder", sum(lengths), wall, flops, peak, cpu),
-            f"    {len(pairs)} pairs of a dev question, {sum(lengths) / len(pairs):.1f} tokens a pair, in {len(batches)} "
+    return Measured(
+        "cross-encoder", sum(lengths), wall, flops, cpu, f"    {len(pairs)} pairs of a dev question, {sum(lengths) / len(pairs):.1f} tokens a pair, in {len(batches)} "
             f"passes of {size} ({computed - needed} filler rows: {100 * needed / computed:.0f}% of the rows are real); "
-            f"{wall:.3f} s wall, {cpu:.3f} s CPU; {load()}"]
+        f"{wall:.3f} s wall, {cpu:.3f} s CPU; {load()}")
 
 
 def trained_scorer():
@@ -171,7 +187,7 @@ def main() -> None:
     from encoder_routes import plan_sample
     from generator_throughput import prompts_of_length
     from ragcourse.engines.dense import DenseEncoder
-    from ragcourse.engines.peak import measure_peak
+    from ragcourse.engines.peak import PEAK_REPEATS, measure_peak, stage_line
     from ragcourse.rag import generator as generation
 
     started = time.perf_counter()
@@ -187,17 +203,21 @@ def main() -> None:
     print(f"inputs ready in {time.perf_counter() - started:.0f} s; {said}\n")
     for threads in args.threads:
         torch.set_num_threads(threads)
-        cpu = time.process_time()
-        peak = measure_peak(threads)
-        print(f"{threads} thread{'s' if threads != 1 else ''}: peak {peak.gflops:.1f} GFLOP/s, {peak.cpu_gflops:.1f} GFLOP "
-              f"per CPU second ({peak.size} x {peak.size} fp32 matmul, best of {peak.repeats}: "
-              f"{peak.best_seconds * 1000:.0f} ms; {time.process_time() - cpu:.1f} s CPU for the measurement); {load()}")
-        lines = encoder_lines(texts, lengths, threads, args.repeats, peak)
-        lines += generator_lines(prompts, threads, peak)
+        first = measure_peak(threads)
+        measured = encoder_stages(texts, lengths, threads, args.repeats) + generator_stages(prompts, threads)
         if found is not None:
-            lines += cross_encoder_lines(*found, threads, args.repeats, peak)
-        print("\n".join(lines), flush=True)
-        print()
+            measured.append(cross_encoder_stage(*found, threads, args.repeats))
+        torch.set_num_threads(threads)
+        second = measure_peak(threads, repeats=2 * PEAK_REPEATS)   # again after the stages: the load moves
+        peak = replace(max(first, second, key=lambda p: p.gflops), cpu_gflops=max(first.cpu_gflops, second.cpu_gflops))
+        print(f"{threads} thread{'s' if threads != 1 else ''}: peak {peak.gflops:.1f} GFLOP/s, {peak.cpu_gflops:.1f} GFLOP "
+              f"per CPU second, the better of two measurements ({peak.size} x {peak.size} fp32 matmul, best of "
+              f"{first.repeats} before the stages: {first.gflops:.1f} GFLOP/s, {first.cpu_gflops:.1f} per CPU second; "
+              f"best of {second.repeats} after them: {second.gflops:.1f}, {second.cpu_gflops:.1f}); {load()}")
+        for stage in measured:
+            print(stage_line(stage.stage, stage.tokens, stage.wall, stage.flops, peak, stage.cpu))
+            print(stage.detail)
+        print(flush=True)
     print(f"done in {time.perf_counter() - started:.0f} s; {load()}")
 
 

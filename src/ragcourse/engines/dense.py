@@ -23,7 +23,8 @@ modules. Every vector agreed with PyTorch's to a cosine above 0.9999999 (largest
 while it was busy it ran 3.6 times faster than PyTorch (967 texts of the plan, median of 3 interleaved
 rounds), because its threads sleep rather than spin; while it was quiet PyTorch was the faster
 (``benchmarks/neural_throughput.py``: 5,082 against 4,564 tokens/s on one thread, 8,441 against 6,559 on
-two), so it falls short of the 1.3 times the issue asked for and is not the default. The graph is traced without padding, which the fixed-shape passes guarantee. Its vectors are
+two), so it falls short of the 1.3 times the issue asked for and is not the default. The graph is traced
+without padding, which the fixed-shape passes guarantee. Its vectors are
 keyed apart in the cache (the revision names the route), so the two are never mixed. A GPU
 (``$RAGCOURSE_DEVICE``) runs the torch route. Were it ever made the default, the labs' stored outputs would
 have to be re-embedded and refreshed on it (its vectors move ranks only at near-ties, but a stored output

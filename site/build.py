@@ -54,7 +54,7 @@ FORBIDDEN_WORDS = ("solution", "master")
 SAVE_FIGURE = re.compile(r"save_figure\(\s*\w+\s*,\s*[\"']([^\"']+)[\"']")
 MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(([^)\s]+)\)")
 INLINE_FIGURE_TEXT = re.compile(r"^<Figure size \d+x\d+ with \d+ Axes>$")   # matplotlib's text for a figure
-FIGURE_HTML_CLASS = "ragcourse-figure"       # ragcourse.lesson.figures.FIGURE_CLASS (not imported: no matplotlib here)
+FIGURE_HTML_CLASS = "ragcourse-figure"       # ragcourse.toolkit.figures.FIGURE_CLASS (not imported: no matplotlib here)
 FILE_NAME_ALT = re.compile(r'<img alt="([^"]+)" src="\1"')
 SITE_FILES_NOT_COPIED = {"build.py", "requirements.txt", "__pycache__", "_config.yml"}
 

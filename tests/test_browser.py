@@ -187,7 +187,7 @@ def test_a_described_figure_reaches_jupyterlab_with_its_alt(lab_server, page):
     import nbformat
     from matplotlib.figure import Figure
 
-    from ragcourse.lesson.figures import describe_series, figure_output, values_output
+    from ragcourse.toolkit.figures import describe_series, figure_output, values_output
 
     sizes, recall = [200, 800, 3200], [0.351, 0.386, 0.310]
     fig = Figure(figsize=(5, 3), dpi=100)

@@ -20,7 +20,7 @@ matplotlib.use("agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from ragcourse.lesson.figures import (  # noqa: E402
+from ragcourse.toolkit.figures import (  # noqa: E402
     FIGURE_CLASS, VALUES_CLASS, describe_bars, describe_series, figure_output, figure_png, numbers_in,
     numbers_not_plotted, show_figure, use_house_style, values_output,
 )
@@ -175,7 +175,7 @@ def test_in_a_kernel_show_figure_replaces_plt_show(tmp_path):
     from nbclient import NotebookClient
 
     draw_source = ("import matplotlib.pyplot as plt\n"
-                   "from ragcourse.lesson.figures import use_house_style, show_figure\n"
+                   "from ragcourse.toolkit.figures import use_house_style, show_figure\n"
                    "use_house_style()\n"
                    "def draw():\n"
                    "    fig, ax = plt.subplots(figsize=(6, 3.5))\n"

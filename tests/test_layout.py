@@ -2,12 +2,12 @@
 
 The rules, read from the bottom up:
 
-* ``lesson`` (checks, tables, figures) stands alone;
-* ``world`` (the fictional world) may use ``lesson``;
+* ``toolkit`` (parameter checks, tables, figures, headline records, stored sweeps) stands alone;
+* ``world`` (the fictional world) may use ``toolkit``;
 * ``retrieval`` (the techniques the lessons teach, shared with the labs) may use both;
 * Part 3 never uses the fictional world: ``corpus`` (the real corpus and its question sets)
-  may use ``lesson``; ``engines`` (chunk, encode, index, search, fuse) may use ``corpus``,
-  ``retrieval`` and ``lesson``; ``rag`` (lab 04's PostgreSQL system) may use the engines;
+  may use ``toolkit``; ``engines`` (chunk, encode, index, search, fuse) may use ``corpus``,
+  ``retrieval`` and ``toolkit``; ``rag`` (lab 04's PostgreSQL system) may use the engines;
   ``labs`` (the labs' own measurements) may use all of Part 3, and the RAG system never
   imports a lab's measurements;
 * ``batch`` (running notebooks) and ``exercises`` (checks and grading) sit above them;
@@ -24,9 +24,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ragcourse"
 MAX_MODULES = 15
 PART3 = {"corpus", "engines", "rag", "labs"}
 TOP = {"batch", "exercises", "cli"}
-SUBPACKAGES = ("lesson", "world", "retrieval", "corpus", "engines", "rag", "labs", "batch", "exercises", "cli")
+SUBPACKAGES = ("toolkit", "world", "retrieval", "corpus", "engines", "rag", "labs", "batch", "exercises", "cli")
 FORBIDDEN = {
-    "lesson": {"world", "retrieval"} | PART3 | TOP,
+    "toolkit": {"world", "retrieval"} | PART3 | TOP,
     "world": {"retrieval"} | PART3 | TOP,
     "retrieval": PART3 | TOP,
     "corpus": {"world", "retrieval", "engines", "rag", "labs"} | TOP,
@@ -127,7 +127,7 @@ def test_no_circle_between_subpackages():
 @pytest.mark.parametrize("line, module", [
     ("from ..retrieval.search import KeywordIndex", "ragcourse.world.corpus"),
     ("from ragcourse.batch import runner", "ragcourse.retrieval.fusion"),
-    ("import ragcourse.world.rng", "ragcourse.lesson.tables"),
+    ("import ragcourse.world.rng", "ragcourse.toolkit.tables"),
     ("from ..world import corpus", "ragcourse.corpus.apidocs"),
     ("from ..labs.ladder import stage_scores", "ragcourse.rag.pipeline"),
     ("from ..rag.store import PgIndex", "ragcourse.engines.dense"),
@@ -140,7 +140,7 @@ def test_a_forbidden_import_is_caught(line, module):
 
 
 def test_allowed_imports_pass():
-    assert violations("from ..lesson.params import check_int\nfrom .rng import make_rng",
+    assert violations("from ..toolkit.params import check_int\nfrom .rng import make_rng",
                       "ragcourse.world.llm") == []
     assert imported_modules("from . import rng", "ragcourse.world.text") == ["ragcourse.world.rng"]
 

@@ -4,7 +4,7 @@ Every lesson runs at the smallest and the largest SEED it accepts through ``run_
 (what ``python -m ragcourse run --seed S`` does: papermill's parameter injection, then warm
 kernels), one engine run a seed for all sixteen. Papermill itself runs one lesson at the
 largest SEED and the three bad-SEED cases, so that a batch user's path stays covered; the
-four kinds of bad value are unit-tested on ``check_seed`` (``tests/lesson/test_tables_params.py``).
+four kinds of bad value are unit-tested on ``check_seed`` (``tests/toolkit/test_tables_params.py``).
 """
 import json
 

@@ -24,8 +24,8 @@ from ragcourse.batch.runner import Engine, Job
 
 LESSON_01 = NOTEBOOKS_DIR / "01-what-is-an-embedding.ipynb"
 IMPORTS = ("import matplotlib.pyplot as plt\n"
-           "from ragcourse.lesson.figures import save_figure, use_house_style\n"
-           "from ragcourse.lesson.results import record_headline\n"
+           "from ragcourse.toolkit.figures import save_figure, use_house_style\n"
+           "from ragcourse.toolkit.results import record_headline\n"
            "use_house_style()")
 PARAMETERS = "SEED = 20260218\nFIGURES_DIR = None\nRESULTS_DIR = None"
 

@@ -12,7 +12,7 @@ import ast
 import json
 
 from ragcourse.batch.notebooks import lab_notebooks
-from ragcourse.lesson.figures import describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_series, numbers_not_plotted
 from support.notebooks import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[1]

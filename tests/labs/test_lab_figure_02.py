@@ -15,7 +15,7 @@ import json
 import re
 
 from ragcourse.batch.notebooks import lab_notebooks
-from ragcourse.lesson.figures import VALUES_CLASS, describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import VALUES_CLASS, describe_series, numbers_not_plotted
 from support.notebooks import stored_figure_description
 
 NOTEBOOK = lab_notebooks()[2]

@@ -15,7 +15,7 @@ import json
 import re
 
 from ragcourse.batch.notebooks import lab_notebooks
-from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_bars, numbers_not_plotted
 from support.notebooks import described_figure
 
 NOTEBOOK = lab_notebooks()[3]

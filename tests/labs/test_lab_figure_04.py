@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from ragcourse.batch.notebooks import lab_notebooks
-from ragcourse.lesson.figures import describe_bars, describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_bars, describe_series, numbers_not_plotted
 from ragcourse.rag.pipeline import STAGES
 from support.notebooks import stored_figure_description
 

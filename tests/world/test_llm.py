@@ -6,7 +6,7 @@ import math
 import pytest
 
 from ragcourse import COURSE_SEED
-from ragcourse.lesson.params import check_number
+from ragcourse.toolkit.params import check_number
 from ragcourse.retrieval.pipeline import (
     CosineJaccardRetriever,
     IndexedChunk,

@@ -61,7 +61,7 @@ MAX_LOCAL_WORKERS = 64
 SCHEMES = ("tcp", "tls", "ws", "wss")
 ADDRESS = re.compile(r"(?:(?P<scheme>[a-z]+)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)"
                      r":(?P<port>[0-9]{1,5})")
-FINGERPRINTED = ("world", "retrieval", "lesson")  # the code a lesson's numbers come from
+FINGERPRINTED = ("world", "retrieval", "toolkit")  # the code a lesson's numbers come from
 TASK_PREFIX = "ragcourse-seed-"
 SCHEDULER_HELP = (f"local:N (N from 1 to {MAX_LOCAL_WORKERS} worker processes started here) "
                   "or the address of a running Dask scheduler, such as tcp://HOST:8786")

@@ -235,7 +235,7 @@ def plot_lesson(lesson: int, rows: list[MeasureRow], seeds: list[int], figures_d
     the mean dashed and its 95% interval as a bar beside the box."""
     from matplotlib.figure import Figure
 
-    from ..lesson.figures import PALETTE, save_figure, use_house_style
+    from ..toolkit.figures import PALETTE, save_figure, use_house_style
 
     use_house_style()
     columns = min(4, len(rows))

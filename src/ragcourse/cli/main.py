@@ -58,7 +58,7 @@ def errors_below() -> tuple[tuple[type[Exception], type[Exception]], ...]:
     """The one table of what the layers below the command line raise and what it means here, first match wins.
 
     A problem with the model or the database is a command error; a ``ValueError`` is a check of the
-    input that refused it (``lesson.params``, ``rag.search.check_question``, ``engines.filters``...).
+    input that refused it (``toolkit.params``, ``rag.search.check_question``, ``engines.filters``...).
     """
     from ..engines.dense import ModelUnavailable
     from ..rag.database import DatabaseUnavailable

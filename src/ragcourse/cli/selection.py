@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..batch.contract import UsageError, jobs_value
 from ..batch.notebooks import FIGURES_DIR, NOTEBOOKS_DIR, PROJECT_ROOT, lab_notebooks, lesson_notebooks
-from ..lesson.params import SEED_LIMIT   # the seeds a lesson's parameters cell accepts
+from ..toolkit.params import SEED_LIMIT   # the seeds a lesson's parameters cell accepts
 
 # what a LESSON value of each kind looks like, for the message that refuses one
 FORMS = {"lesson": "a number such as 3 or a range such as 2-6",

@@ -27,7 +27,7 @@ from typing import Callable, Mapping, Sequence
 from ..corpus.apidocs import ApiCorpus
 from ..corpus.queries import (Coverage, Question, answerable_in, coverage, fresh_questions, judgements,
                               real_questions)
-from ..lesson.tables import Column, print_table
+from ..toolkit.tables import Column, print_table
 from ..retrieval.metrics import hit_at_k, per_question, recall_at_k, reciprocal_rank, reciprocal_rank_at_k
 from ..retrieval.significance import Family, PairedComparison, compare
 

@@ -90,7 +90,7 @@ def tenant_shortfall(index: PgIndex, vectors: np.ndarray, tenant: str, k: int = 
     history. Every vector is searched ``repeats`` times (1 to 100) for the latency; the rows
     are counted on the first pass.
     """
-    from ..lesson.params import check_choice, check_int
+    from ..toolkit.params import check_choice, check_int
 
     tenant = check_tenant(tenant)
     k = check_int("k", k, 1, 1000)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..lesson.params import check_int
+from ..toolkit.params import check_int
 from .passages import Passage, ScoredPassage
 
 REASONS = ("duplicate", "overlap", "passage limit", "budget")

@@ -45,7 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from ..lesson.params import check_int
+from ..toolkit.params import check_int
 from .context import AssembledContext
 from .passages import ScoredPassage
 from .reader import Answer

@@ -52,7 +52,7 @@ def distinct_pages(ranked: Sequence[ScoredPassage], wanted: int, allowed: Collec
     the pages passed over because ``allowed`` (page ids; None: every page) lacks them, both before
     the list was full; ``left`` the allowed pages of ``ranked`` the list had no room for.
     """
-    from ..lesson.params import check_positive_int
+    from ..toolkit.params import check_positive_int
 
     wanted = check_positive_int("wanted", wanted)
     pages = [ScoredPassage(sp.passage, sp.score, rank) for rank, sp in enumerate(listed[:wanted], start=1)]
@@ -217,7 +217,7 @@ class Pipeline:
                  budget: ContextBudget | None = None, reader: Reader | None = None, per_path: int = PER_PATH,
                  constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP,
                  lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None, pages: int = PAGES):
-        from ..lesson.params import check_int
+        from ..toolkit.params import check_int
 
         self.index, self.encoder = index, encoder
         self.second_stage = second_stage or make_reranker(encoder)

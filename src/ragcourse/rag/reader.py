@@ -31,7 +31,7 @@ from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
-from ..lesson.params import check_int, check_number
+from ..toolkit.params import check_int, check_number
 from .context import AssembledContext
 
 DEFAULT_SENTENCES = 2

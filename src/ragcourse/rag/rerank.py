@@ -33,7 +33,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..lesson.params import check_int
+from ..toolkit.params import check_int
 from .passages import Passage, ScoredPassage
 from .reader import SentenceSplitter
 

@@ -318,7 +318,7 @@ def _guarded_dense_rows(connection, index: PgIndex, vector: np.ndarray, limit: i
 
 
 def _check_limit(limit: object) -> int:
-    from ..lesson.params import check_positive_int
+    from ..toolkit.params import check_positive_int
 
     return check_positive_int("limit", limit)
 
@@ -361,7 +361,7 @@ def dense(index: PgIndex, vector: np.ndarray, limit: int = PER_PATH, tenant: str
     """
     guaranteed = _check_guaranteed(guaranteed)
     if ef_search is not None:
-        from ..lesson.params import check_int
+        from ..toolkit.params import check_int
 
         ef_search = check_int("ef_search", ef_search, 1, MAX_EF_SEARCH)
     with index.reader(tenant, exact=exact) as connection:

@@ -199,7 +199,7 @@ class PgIndex(Refresh):
     # -- vector index -----------------------------------------------------------------------
     def create_hnsw(self, m: int = 16, ef_construction: int = 64) -> float:
         """Build pgvector's HNSW index on the embeddings (cosine); the seconds it took."""
-        from ..lesson.params import check_int
+        from ..toolkit.params import check_int
 
         check_int("m", m, 2, 100)
         check_int("ef_construction", ef_construction, 4, 1000)

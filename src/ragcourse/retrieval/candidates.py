@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..lesson.params import check_positive_int
+from ..toolkit.params import check_positive_int
 from ..world.concepts import Edition
 from ..world.corpus import Query
 from .pipeline import CosineJaccardRetriever, IndexedChunk, is_relevant

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Hashable, Sequence
 
-from ..lesson.params import check_int
+from ..toolkit.params import check_int
 from .ranking import rank_by_score
 
 DEFAULT_CONSTANT = 20

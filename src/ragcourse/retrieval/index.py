@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..lesson.params import check_int
+from ..toolkit.params import check_int
 from ..world.embedding import cosine
 from ..world.rng import make_rng
 

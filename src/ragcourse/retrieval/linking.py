@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
-from ..lesson.params import check_positive_int
+from ..toolkit.params import check_positive_int
 from ..world.corpus import Query
 from ..world.embedding import EmbeddingModel, cosine
 from ..world.llm import ConceptLinker

@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .. import COURSE_SEED
-from ..lesson.params import check_number, check_positive_int, check_seed
+from ..toolkit.params import check_number, check_positive_int, check_seed
 from .paired_proportions import PairedProportions, is_binary
 
 NO_DIFFERENCE = "no difference this set can detect"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
-from ..lesson.params import check_non_negative_int
+from ..toolkit.params import check_non_negative_int
 from .concepts import Edition
 from .corpus import Chunk, Document, paragraph_chunks
 from .rng import make_rng

@@ -42,7 +42,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ..lesson.params import check_non_negative_int
+from ..toolkit.params import check_non_negative_int
 from .concepts import Edition
 from .prompts import CodedChunk, answer_prompt
 from .responses import CONTEXT_OVERFLOW, EMPTY, OK, RATE_LIMIT, Response

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..lesson.params import check_non_negative_int, check_positive_int
+from ..toolkit.params import check_non_negative_int, check_positive_int
 from .rng import make_rng
 
 N_REGIONS = 16

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..lesson.params import check_positive_int
+from ..toolkit.params import check_positive_int
 from .rng import make_rng
 
 PERIODS = 12

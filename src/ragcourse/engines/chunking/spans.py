@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Callable
 
-from ...lesson.params import check_int
+from ...toolkit.params import check_int
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 HEADING_LINE = re.compile(r"^#{1,6} ", re.MULTILINE)

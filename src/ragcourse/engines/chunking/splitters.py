@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ...lesson.params import check_int
+from ...toolkit.params import check_int
 from .text_chunks import TextChunk
 
 SECTION_MARK = "\n\n## "

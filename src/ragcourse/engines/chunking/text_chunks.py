@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ...lesson.params import check_int
+from ...toolkit.params import check_int
 
 PARAGRAPH_BREAK = "\n\n"
 

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ...lesson.params import check_int
+from ...toolkit.params import check_int
 from ..passages import ScoredPassage
 from ..rerank import FEATURES, INPUT_CHARS, KEEP, LearnedOrder, LearnedWeights, RerankResult, candidate_features
 from .reranker import DEPTH

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ...lesson.params import check_int
+from ...toolkit.params import check_int
 from ..rerank import KEEP
 from .training import (DEFAULT_SETTINGS, LOG_FILE, TrainSettings, TrainingLog, estimated_seconds, model_key,
                        reranker_dir, train_into_cache)

@@ -32,7 +32,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...lesson.params import check_int, check_number
+from ...toolkit.params import check_int, check_number
 from .training_pairs import Group
 
 CODE_VERSION = "1"

@@ -1,6 +1,6 @@
 import pytest
 
-from ragcourse.lesson.params import (
+from ragcourse.toolkit.params import (
     check_choice,
     check_figures_dir,
     check_int,
@@ -8,7 +8,7 @@ from ragcourse.lesson.params import (
     check_positive_int,
     check_seed,
 )
-from ragcourse.lesson.tables import Column, format_header, format_row, print_library_checks, print_table
+from ragcourse.toolkit.tables import Column, format_header, format_row, print_library_checks, print_table
 
 COLUMNS = [Column("setup", 16, "", "<"), Column("precision", 9, ".4f"), Column("recall", 7, ".4f")]
 

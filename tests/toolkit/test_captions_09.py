@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import numbers_not_plotted
+from ragcourse.toolkit.figures import numbers_not_plotted
 from ragcourse.retrieval.chunking import body_words, count_whole, paragraph_spans, relation_spans, token_windows
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import PALETTE, describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import PALETTE, describe_series, numbers_not_plotted
 from ragcourse.retrieval.index import build_bucket_index, rank_candidates
 from ragcourse.world.concepts import FIRST_EDITION
 from ragcourse.world.corpus import build_world

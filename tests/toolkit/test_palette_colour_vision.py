@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ragcourse.lesson.figures import CYCLE, PALETTE
+from ragcourse.toolkit.figures import CYCLE, PALETTE
 
 MACHADO = {
     "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],

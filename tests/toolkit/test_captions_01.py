@@ -10,7 +10,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_bars, numbers_not_plotted
 from ragcourse.retrieval.metrics import recall_ceiling, retrieval_scores
 from ragcourse.retrieval.ranking import rank_by_score
 from ragcourse.world.concepts import FIRST_EDITION

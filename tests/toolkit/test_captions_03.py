@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import numbers_not_plotted, values_output
+from ragcourse.toolkit.figures import numbers_not_plotted, values_output
 from ragcourse.retrieval.metrics import mean_top_value
 from ragcourse.retrieval.ranking import rank_by_score
 from ragcourse.world.concepts import FIRST_EDITION

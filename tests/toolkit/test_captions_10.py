@@ -11,7 +11,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_series, numbers_not_plotted
 from ragcourse.retrieval.linking import retrieve_top_k
 from ragcourse.retrieval.pipeline import link_instruction, link_prompt
 from ragcourse.world.concepts import SECOND_EDITION

@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import numbers_not_plotted, values_output
+from ragcourse.toolkit.figures import numbers_not_plotted, values_output
 from ragcourse.retrieval.index import build_bucket_index, build_graph, neighbour_ranking
 from ragcourse.retrieval.metrics import overlap_recall
 from ragcourse.retrieval.ranking import top_k

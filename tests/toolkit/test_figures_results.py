@@ -5,8 +5,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ragcourse.lesson.figures import HOUSE_STYLE, save_figure, use_house_style  # noqa: E402
-from ragcourse.lesson.results import record_headline  # noqa: E402
+from ragcourse.toolkit.figures import HOUSE_STYLE, save_figure, use_house_style  # noqa: E402
+from ragcourse.toolkit.results import record_headline  # noqa: E402
 
 
 def draw():
@@ -37,7 +37,7 @@ def test_save_figure_without_folder_writes_nothing(tmp_path, monkeypatch):
 def test_importing_sets_no_style():
     import importlib
 
-    import ragcourse.lesson.figures as module
+    import ragcourse.toolkit.figures as module
     matplotlib.rcdefaults()
     importlib.reload(module)
     assert matplotlib.rcParams["axes.spines.top"] is True

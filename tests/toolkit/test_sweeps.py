@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ragcourse.lesson import sweeps
+from ragcourse.toolkit import sweeps
 
 
 def test_every_listed_measure_is_stored_with_twenty_seeds_or_more():

@@ -14,7 +14,7 @@ import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import lesson_notebooks
-from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_bars, numbers_not_plotted
 from ragcourse.retrieval.pipeline import CosineJaccardRetriever, index_chunks, is_relevant
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks

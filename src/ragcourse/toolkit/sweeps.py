@@ -4,7 +4,7 @@ A lesson that reasons about noise (how far a rebuild or a re-run moves a number)
 with the course's own sweep over many seeds, computed once with the batch engine::
 
     python -m ragcourse sweep --seeds 20260218-20260237 --out build/sweep 4 5 7 12 13
-    python -m ragcourse.lesson.sweeps build/sweep/sweep.csv
+    python -m ragcourse.toolkit.sweeps build/sweep/sweep.csv
 
 The second command keeps, from ``sweep.csv``, the summary columns (mean, half-width of the 95%
 interval of the mean, minimum, maximum, number of seeds) of the measures listed in
@@ -58,7 +58,7 @@ def stored_sweep(lesson: int, measure: str) -> SweepSummary:
     try:
         row = stored["measures"][key][measure]
     except KeyError:
-        raise KeyError(f"no stored sweep for lesson {key}, measure {measure!r}; see ragcourse.lesson.sweeps") from None
+        raise KeyError(f"no stored sweep for lesson {key}, measure {measure!r}; see ragcourse.toolkit.sweeps") from None
     return SweepSummary(key, measure, row["mean"], row["ci95"], row["min"], row["max"], row["n"])
 
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_series, numbers_not_plotted
 from ragcourse.retrieval.metrics import retrieval_scores
 from ragcourse.retrieval.search import EmbeddingIndex
 from ragcourse.world.concepts import FIRST_EDITION

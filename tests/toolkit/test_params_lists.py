@@ -1,7 +1,7 @@
 """check_int_list: list-valued notebook parameters such as CHUNK_COUNTS."""
 import pytest
 
-from ragcourse.lesson.params import check_int_list
+from ragcourse.toolkit.params import check_int_list
 
 
 def test_good_lists_pass_through_in_order():

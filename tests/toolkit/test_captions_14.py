@@ -12,7 +12,7 @@ import json
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import lesson_notebooks
-from ragcourse.lesson.figures import numbers_not_plotted
+from ragcourse.toolkit.figures import numbers_not_plotted
 from ragcourse.retrieval.search import EmbeddingIndex
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, paragraph_chunks

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from ragcourse.batch.notebooks import lesson_notebooks  # noqa: E402
-from ragcourse.lesson.figures import PALETTE, describe_bars, describe_series, numbers_not_plotted, save_figure  # noqa: E402
+from ragcourse.toolkit.figures import PALETTE, describe_bars, describe_series, numbers_not_plotted, save_figure  # noqa: E402
 from ragcourse.retrieval.search import EmbeddingIndex  # noqa: E402
 from ragcourse.world.concepts import SECOND_EDITION  # noqa: E402
 from ragcourse.world.corpus import build_world  # noqa: E402

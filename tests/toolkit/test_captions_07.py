@@ -12,7 +12,7 @@ import math
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import numbers_not_plotted
+from ragcourse.toolkit.figures import numbers_not_plotted
 from ragcourse.retrieval.pipeline import link_instruction, link_prompt
 from ragcourse.retrieval.ranking import top_k
 from ragcourse.world.concepts import SECOND_EDITION

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import PALETTE, describe_bars, numbers_not_plotted
+from ragcourse.toolkit.figures import PALETTE, describe_bars, numbers_not_plotted
 from ragcourse.retrieval.fusion import reciprocal_rank_fusion
 from ragcourse.retrieval.search import EmbeddingIndex, KeywordIndex
 from ragcourse.world.concepts import FIRST_EDITION

@@ -15,7 +15,7 @@ import math
 from functools import lru_cache
 
 from ragcourse.batch.notebooks import lesson_notebooks
-from ragcourse.lesson.figures import describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_series, numbers_not_plotted
 from ragcourse.retrieval.candidates import candidate_lists, generation_share, precision_at, recall_at
 from ragcourse.retrieval.pipeline import CosineJaccardRetriever, index_chunks
 from ragcourse.world.concepts import SECOND_EDITION

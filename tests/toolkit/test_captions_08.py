@@ -11,7 +11,7 @@ import json
 import pytest
 
 from ragcourse.batch.notebooks import NOTEBOOKS_DIR
-from ragcourse.lesson.figures import describe_bars, numbers_not_plotted
+from ragcourse.toolkit.figures import describe_bars, numbers_not_plotted
 from ragcourse.retrieval.linking import run_linking
 from ragcourse.world.concepts import SECOND_EDITION
 from ragcourse.world.corpus import build_world, tag_chunk

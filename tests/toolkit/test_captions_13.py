@@ -17,7 +17,7 @@ from functools import lru_cache
 import pytest
 
 from ragcourse.batch.notebooks import lesson_notebooks
-from ragcourse.lesson.figures import PALETTE, describe_series, numbers_not_plotted
+from ragcourse.toolkit.figures import PALETTE, describe_series, numbers_not_plotted
 from ragcourse.retrieval.candidates import candidate_lists, generation_share, recall_at
 from ragcourse.retrieval.pipeline import CosineJaccardRetriever, index_chunks, is_relevant
 from ragcourse.world.concepts import SECOND_EDITION

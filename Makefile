@@ -45,10 +45,12 @@ exercises: $(STAMP)
 	$(PY) -m ragcourse exercises
 
 ## All tests: package, nbval, documented outputs, hygiene, other seeds, command line, browser
-## (`prepare` embeds the labs' texts beside the tests that need none; those that need them run last)
+## (`prepare` embeds the labs' texts beside the tests that need none; those that need them run last).
+## A cell may take an hour: on an empty cache lab 04's section-11 cell (180 generated answers) took 1,772 s
+## beside the other worker on the 2-core machine (2026-12-06), close to nbval's default of 2,000 s.
 test: $(STAMP) $(SITE_STAMP)
 	RAGCOURSE_PREPARE=background TQDM_DISABLE=1 $(PY) -m pytest -ra -n 2 --dist loadfile --durations=15 --nbval --nbval-current-env \
-		--nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider tests notebooks
+		--nbval-cell-timeout=3600 --nbval-sanitize-with tests/nbval-sanitize.cfg -p no:cacheprovider tests notebooks
 
 ## The contributor's loop, under two minutes warm: every test of tests/ that no marker calls costly (pyproject.toml:
 ## no kernel, browser, PostgreSQL, encoder, language model or ranx, nothing slow); needs no cache

@@ -1,26 +1,22 @@
-"""A lab's conclusion checked on questions people asked: the same systems on the judged set and on real ``test``.
+"""A lab's report on questions people asked: per-question measures, rows per system, and paired comparisons.
 
-Every lab ends by putting its headline systems beside each other twice: on the questions the
-course wrote (``judged``) and on real how-to questions (``real_questions("test")``, only
-those whose answer has a page: ``coverage`` says how many were dropped). Each row gives hit@1
-(the first page is right), Recall@5 and MRR; each comparison the lab's prose draws is a paired
-test over the same questions (``retrieval.significance.compare``) with its 95% interval,
-p-value and verdict. Nothing here is tuned: ``test`` is read once, by the lab's last section.
-``print_measures`` prints the same rows for any named question sets, and ``add_paired`` adds a
-system-against-system comparison per set and measure to a ``significance.Family``, which judges
-the comparisons answering one question together (Holm).
+A lab reads its held-out questions once, in its report cell: ``held_out(corpus)`` hands out the fresh
+``test`` set (``corpus.queries.fresh_questions``, only those whose answer has a page: ``coverage`` says
+how many were dropped); ``held_out(corpus, "test")`` the earlier real ``test`` split, which lab 04 still
+reads. ``print_measures`` prints hit@1, Recall@5 and MRR for any named question sets (the judged
+questions are shown beside ``test`` as a worked set), and ``add_paired`` adds a system-against-system
+comparison per set and measure to a ``significance.Family``, which judges the comparisons answering one
+question together (Holm); ``paired`` is one such comparison on its own.
 
-``held_out`` hands out the real ``test`` questions as a ``HeldOut`` list, and scoring one
-(``scores``, so ``paired`` and ``print_headline`` too) records where it was scored: the file
-of the first caller outside this package, which for a notebook is the cell (ipykernel names
-a cell's code by a hash of its source, so running the same cell again is the same place).
-Scoring the same held-out set from a second place in one run raises, so a lab that reads
-``test`` in two cells fails loudly instead of choosing on it quietly.
+Scoring a ``HeldOut`` list (``scores``, so ``paired`` and ``add_paired`` too) records where it was scored:
+the file of the first caller outside this package, which for a notebook is the cell (ipykernel names a
+cell's code by a hash of its source, so running the same cell again is the same place). Scoring the same
+held-out set from a second place in one run raises, so a lab that reads ``test`` in two cells fails
+loudly instead of choosing on it quietly.
 """
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -37,24 +33,6 @@ MEASURES: dict[str, tuple[Callable[..., float], tuple[int, ...]]] = {
 # Measures a lab may ask for by name without adding a column to every headline table.
 MORE_MEASURES: dict[str, tuple[Callable[..., float], tuple[int, ...]]] = {
     "hit@5": (hit_at_k, (5,)), "mrr@10": (reciprocal_rank_at_k, (10,))}
-
-
-@dataclass(frozen=True)
-class QuestionSets:
-    """The judged questions and the real ``test`` questions the corpus can answer, with the real set's coverage."""
-
-    judged: list[Question]
-    real: list[Question]
-    real_coverage: Coverage
-
-    def by_name(self) -> dict[str, list[Question]]:
-        return {"judged": self.judged, "real test": self.real}
-
-
-def judged_and_real(corpus: ApiCorpus, judged: list[Question]) -> QuestionSets:
-    """``judged`` beside the answerable real ``test`` questions (read once, at a lab's end)."""
-    real = real_questions("test")
-    return QuestionSets(judged, answerable_in(corpus, real), coverage(real, corpus))
 
 
 class HeldOut(list):
@@ -135,11 +113,6 @@ def scores(runs: Runs, questions: Sequence[Question], name: str) -> list[float]:
     return per_question(runs, judgements(list(questions)), function, *args)
 
 
-def print_headline(runs: Mapping[str, Mapping[str, Runs]], sets: QuestionSets) -> None:
-    """One row per system and question set: n, hit@1, Recall@5, MRR. ``runs[system][set name]``."""
-    print_measures(runs, sets.by_name())
-
-
 def print_measures(runs: Mapping[str, Mapping[str, Runs]], sets: Mapping[str, Sequence[Question]]) -> None:
     """One row per system and named question set: n, hit@1, Recall@5, MRR. ``runs[system][set name]``."""
     rows = []
@@ -156,18 +129,6 @@ def paired(runs_a: Runs, runs_b: Runs, questions: Sequence[Question], measure: s
            names: tuple[str, str]) -> PairedComparison:
     """System A against B on the same questions (``compare``: McNemar and Tango for 0/1 scores, else randomisation)."""
     return compare(scores(runs_a, questions, measure), scores(runs_b, questions, measure), names=names)
-
-
-def print_paired(runs: Mapping[str, Mapping[str, Runs]], a: str, b: str, sets: QuestionSets,
-                 measures: Sequence[str] = ("hit@1", "recall@5")) -> dict[tuple[str, str], PairedComparison]:
-    """Print ``a`` against ``b`` on each question set and measure; the comparisons by (set, measure)."""
-    found = {}
-    for set_name, questions in sets.by_name().items():
-        for name in measures:
-            result = paired(runs[a][set_name], runs[b][set_name], questions, name, (a, b))
-            found[(set_name, name)] = result
-            print(f"{set_name:<9} {name:<8} {result}")
-    return found
 
 
 def add_paired(family: Family, runs: Mapping[str, Mapping[str, Runs]], a: str, b: str,

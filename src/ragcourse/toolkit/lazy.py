@@ -13,9 +13,13 @@ name is offered by two subpackages and that every listed name exists.
 """
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Callable
+
+# typing, collections.abc and importlib cost a fresh interpreter milliseconds: the annotations are strings, and
+# importlib is imported when a name is first touched.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def lazy_exports(package: str, exports: dict[str, list[str]]) -> tuple[list[str], Callable, Callable]:
@@ -35,6 +39,7 @@ def lazy_exports(package: str, exports: dict[str, list[str]]) -> tuple[list[str]
     def __getattr__(name: str):
         if name not in home:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
         value = getattr(importlib.import_module(f"{package}.{home[name]}"), name)
         setattr(sys.modules[package], name, value)   # the next lookup finds it without this function
         return value

@@ -39,9 +39,11 @@ FORBIDDEN = {
 }
 
 
-def imported_modules(source: str, module: str) -> list[str]:
-    """Absolute names of the ragcourse modules that ``source`` (the module ``module``) imports."""
-    package_parts = module.split(".")[:-1]
+def imported_modules(source: str, module: str, is_package: bool = False) -> list[str]:
+    """Absolute names of the ragcourse modules that ``source`` (the module ``module``) imports.
+
+    In a package's ``__init__`` (``is_package``), ``.`` is the package itself, not its parent."""
+    package_parts = module.split(".") if is_package else module.split(".")[:-1]
     names = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -62,13 +64,18 @@ def subpackage_of(module: str) -> str | None:
     return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in SUBPACKAGES) else None
 
 
+def is_package(module: str) -> bool:
+    """True for ``ragcourse.engines`` (its source is an ``__init__.py``), False for ``ragcourse.engines.dense``."""
+    return (PACKAGE.parent / module.replace(".", "/") / "__init__.py").is_file()
+
+
 def violations(source: str, module: str) -> list[str]:
     """Every import of ``source`` that breaks the direction rules, as 'importer -> imported'."""
     own = subpackage_of(module)
     if own is None:
         return []
     found = []
-    for target in imported_modules(source, module):
+    for target in imported_modules(source, module, is_package(module)):
         if subpackage_of(target) in FORBIDDEN[own]:
             found.append(f"{module} -> {target}")
     return found
@@ -112,7 +119,7 @@ def test_no_circle_between_subpackages():
     edges = {sub: set() for sub in SUBPACKAGES}
     for name, source in package_modules().items():
         own = subpackage_of(name)
-        for target in imported_modules(source, name):
+        for target in imported_modules(source, name, is_package(name)):
             other = subpackage_of(target)
             if own and other and other != own:
                 edges[own].add(other)
@@ -143,6 +150,17 @@ def test_allowed_imports_pass():
     assert violations("from ..toolkit.params import check_int\nfrom .rng import make_rng",
                       "ragcourse.world.llm") == []
     assert imported_modules("from . import rng", "ragcourse.world.text") == ["ragcourse.world.rng"]
+
+
+def test_a_packages_init_is_read_from_the_package_itself():
+    """``from ..toolkit.lazy import lazy_exports`` in ``world/__init__.py`` names ``ragcourse.toolkit.lazy``, so an
+    ``__init__`` that imported against the grain (``from ..labs import ...`` in ``engines``) is caught."""
+    assert imported_modules("from ..toolkit.lazy import lazy_exports", "ragcourse.world", is_package=True) == [
+        "ragcourse.toolkit.lazy"]
+    assert imported_modules("from .lazy import lazy_exports", "ragcourse.toolkit", is_package=True) == [
+        "ragcourse.toolkit.lazy"]
+    assert violations("from ..labs.practice import rrf", "ragcourse.engines") == [
+        "ragcourse.engines -> ragcourse.labs.practice"]
 
 
 def test_the_tests_have_one_conftest():

@@ -38,6 +38,7 @@ from pathlib import Path
 from .forkserver import ForkServer, forking_provisioner, preload_modules
 from .kernels import KERNEL_NAME, RunningKernel, SignalFreeLoop, kernel_environment, run_blocking, start_kernel
 from .notebooks import clean_metadata
+from ..toolkit.lazy import defining_module
 
 # One cell may run this long. Lab 04's test cell writes its 180 generated answers on a cold cache: about ten
 # minutes on two quiet cores, and it passed 600 s on a busy machine (seen 2026-12-05); a hung cell still ends.
@@ -133,7 +134,10 @@ def _source(cell) -> str:
 
 
 def imported_modules(nb) -> list[str]:
-    """Absolute module names imported at the top level of the code cells (a notebook or its JSON)."""
+    """Absolute module names imported at the top level of the code cells (a notebook or its JSON).
+
+    ``from ragcourse.engines import DenseEncoder`` names ``ragcourse.engines`` and the module that defines
+    the name (``toolkit.lazy.defining_module``), since importing the subpackage alone loads nothing."""
     names: list[str] = []
     for cell in nb["cells"]:
         if cell.get("cell_type") != "code":
@@ -147,6 +151,10 @@ def imported_modules(nb) -> list[str]:
                 names.extend(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.append(node.module)
+                if node.module.split(".")[0] == "ragcourse" and node.module.count(".") == 1:
+                    # a subpackage's offered name: the module behind it (a deeper module is not asked: importing
+                    # it here would load what it loads)
+                    names.extend(filter(None, (defining_module(node.module, a.name) for a in node.names)))
     return list(dict.fromkeys(names))
 
 

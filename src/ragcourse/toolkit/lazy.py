@@ -21,6 +21,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+# package -> name -> the module (relative to the package) that defines it, for every package with exports
+HOMES: dict[str, dict[str, str]] = {}
+
 
 def lazy_exports(package: str, exports: dict[str, list[str]]) -> tuple[list[str], Callable, Callable]:
     """``(__all__, __getattr__, __dir__)`` for ``package``, whose modules define the names of ``exports``.
@@ -35,6 +38,7 @@ def lazy_exports(package: str, exports: dict[str, list[str]]) -> tuple[list[str]
                 raise ValueError(f"exports: {name!r} is listed under both {home[name]!r} and {module!r} "
                                  f"of {package}; a name is offered from one module")
             home[name] = module
+    HOMES[package] = home
 
     def __getattr__(name: str):
         if name not in home:
@@ -49,3 +53,17 @@ def lazy_exports(package: str, exports: dict[str, list[str]]) -> tuple[list[str]
 
     return sorted(home), __getattr__, __dir__
 
+
+
+def defining_module(package: str, name: str) -> str | None:
+    """The absolute module that defines ``name`` offered by ``package`` (None: the package offers no such name,
+    or ``package`` cannot be imported). Importing a package with exports loads none of its modules, so asking
+    is cheap; the batch runner asks, to pre-import what a notebook's first cell will load."""
+    import importlib
+
+    try:
+        importlib.import_module(package)
+    except Exception:
+        return None
+    home = HOMES.get(package, {}).get(name)
+    return None if home is None else f"{package}.{home}"

@@ -27,8 +27,10 @@ def test_defining_module_answers_none_for_what_it_cannot_place():
 
 
 def test_a_deep_module_is_not_imported_to_be_asked():
+    import subprocess
     import sys
 
-    sys.modules.pop("ragcourse.rag.generator", None)
-    imported_modules(notebook("from ragcourse.rag.generator import MODEL_NAME"))
-    assert "ragcourse.rag.generator" not in sys.modules
+    code = ("import sys\nfrom ragcourse.batch.runner import imported_modules\n"
+            "imported_modules({'cells': [{'cell_type': 'code', 'source': 'from ragcourse.rag.generator import X'}]})\n"
+            "print('ragcourse.rag.generator' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

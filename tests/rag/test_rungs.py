@@ -2,7 +2,7 @@
 
 - ``retrieval.fusion.fuse_partial``'s weights: weight 1 is today's fusion to the bit, a small case by hand;
 - ``Setting``'s new fields validated, its defaults and their printed form unchanged;
-- the name channel's tokens (``rag.names.name_tokens``) on tiny cases (no database);
+- the name channel's tokens (``rag.schema.name_tokens``) on tiny cases (no database);
 - over six small numpy pages in PostgreSQL: defaults leave the candidates as they were, ``lexical="none"``
   is the dense order and the learned stage still reads it, the channel's similarity is pg_trgm's
   (checked against a reference written here), misspelt names found, hostile questions harmless, each
@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pytest
 
-from ragcourse.rag.names import NAME_THRESHOLD, name_rows, name_statement, name_tokens
+from ragcourse.rag.schema import NAME_THRESHOLD, name_rows, name_statement, name_tokens
 from ragcourse.rag.pipeline import DEFAULT_SETTING, UNTUNED_SETTING, Setting
 from ragcourse.rag.search import RRF_CONSTANT, candidates, check_question, fuse
 from ragcourse.retrieval.fusion import fuse_partial
@@ -62,11 +62,19 @@ def test_a_bad_dense_weight_names_the_field(bad):
         UNTUNED_SETTING.changed(dense_weight=bad)
 
 
-@pytest.mark.parametrize("field, bad", [("names", 1), ("names", "yes"), ("names", None), ("lexical", "None"),
-                                        ("lexical", "dense")])
-def test_the_other_new_values_are_checked(field, bad):
-    with pytest.raises(ValueError, match=field):
-        Setting(**{field: bad})
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_a_bad_names_value_names_the_field(bad):
+    with pytest.raises(ValueError, match="names"):
+        Setting(names=bad)
+
+
+@pytest.mark.parametrize("bad", ["None", "dense", None])
+def test_lexical_none_is_allowed_and_a_bad_value_is_refused_by_the_pipeline(bad):
+    from ragcourse.rag.search import check_lexical
+
+    assert check_lexical("none") == "none"
+    with pytest.raises(ValueError, match="lexical must be one of english, names, bm25, none"):
+        Setting(lexical=bad).pipeline(index=None, encoder=FakeEncoder())
 
 
 def test_the_defaults_and_their_printed_form_are_unchanged():

@@ -33,7 +33,7 @@ from .context import AssembledContext, ContextBudget, assemble, drop_counts, tok
 from .passages import ScoredPassage
 from .reader import Answer, ExtractiveReader
 from .rerank import KEEP, RerankResult, make_reranker
-from .names import check_names
+from .schema import check_names
 from .search import (DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, PathMemo, candidates, check_lexical,
                      check_question)
 from .store import DEFAULT_TENANT, PgIndex, check_tenant
@@ -350,7 +350,7 @@ class Setting:
     each page's summary line in the indexed files; ``headers`` writes each chunk's page title and
     section in front of it. ``lexical`` is a full-text scoring (``search.LEXICAL``) or ``"none"`` (dense
     alone); ``dense_weight`` weighs the dense path's terms in fusion (1: plain RRF); ``names`` adds the
-    name channel (``rag.names``), fused as a third path. The defaults are the best design the course knew before lab 04
+    name channel (``rag.schema``), fused as a third path. The defaults are the best design the course knew before lab 04
     (``UNTUNED_SETTING``); ``DEFAULT_SETTING`` is what lab 04's ladder kept from it, and what
     ``ask``, ``index`` and ``search --retriever postgres`` run.
     """
@@ -369,7 +369,6 @@ class Setting:
     def __post_init__(self):
         from ..retrieval.fusion import check_weight
 
-        check_lexical(self.lexical)
         check_weight("dense_weight", self.dense_weight)
         check_names(self.names)
         if self.policy not in POLICIES:

@@ -23,7 +23,7 @@
   The union of the two lists can hold up to 60 chunks: a fixed budget per path is not a
   fixed total budget, so the union's size is reported with every result. ``dense_weight`` weighs
   the dense path's terms (1: plain RRF, to the bit); ``lexical="none"`` runs no full-text path;
-  ``names=True`` fuses a third path, the name channel (``rag.names``), after the two others.
+  ``names=True`` fuses a third path, the name channel (``rag.schema``), after the two others.
 
 The question reaches SQL only as a parameter, and only its letters and digits reach the
 text-search parser, so no character of it can change the statement or the query syntax.
@@ -40,7 +40,7 @@ import numpy as np
 from ..engines.lexical import SHORT_STOPWORDS
 from ..retrieval.fusion import fuse_partial
 from ..retrieval.fusion import check_weight
-from .names import check_names, name_rows
+from .schema import check_names, name_rows
 from .passages import Passage, ScoredPassage
 from .store import DEFAULT_TENANT, PgIndex
 
@@ -471,7 +471,7 @@ def candidates(index: PgIndex, question: str, vector: np.ndarray, per_path: int 
     session, and leaves its settings as it found them; the dense time includes the repair.
     With a ``memo`` (``PathMemo``) a path asked before is answered from memory, and its time
     is then the time that took. ``lexical="none"`` runs no full-text path; ``dense_weight``
-    multiplies the dense path's fusion terms; ``names`` adds the name channel (``rag.names``),
+    multiplies the dense path's fusion terms; ``names`` adds the name channel (``rag.schema``),
     fused third with weight 1.
     """
     guaranteed, lexical, names = _check_guaranteed(guaranteed), check_lexical(lexical), check_names(names)

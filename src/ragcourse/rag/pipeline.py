@@ -1,6 +1,6 @@
 """The RAG pipeline over lab 04's PostgreSQL index, end to end, with a trace of every stage, and its settings.
 
-question -> full text + dense candidates (PostgreSQL) -> reciprocal rank fusion ->
+question -> full text + dense (+ name channel) candidates (PostgreSQL) -> reciprocal rank fusion ->
 second stage (orders every candidate; its best 8 chunks go on) -> context assembly (dedup,
 overlap, passage and token limits) -> reader (the extractive reader's sentences, or the
 generating reader's words, with ``source#ordinal`` citations, or an abstention).
@@ -33,11 +33,13 @@ from .context import AssembledContext, ContextBudget, assemble, drop_counts, tok
 from .passages import ScoredPassage
 from .reader import Answer, ExtractiveReader
 from .rerank import KEEP, RerankResult, make_reranker
+from .schema import check_names
 from .search import (DEFAULT_LEXICAL, PER_PATH, RRF_CONSTANT, Candidates, PathMemo, candidates, check_lexical,
                      check_question)
 from .store import DEFAULT_TENANT, PgIndex, check_tenant
 
 STAGES = ("full text", "dense", "fused", "reranked", "admitted")
+NAME_STAGE = "names"  # the name channel's rows (``Trace.stage``), not in STAGES: empty unless the channel ran
 PAGES = 10            # pages the system ranks unless told otherwise: the depth of MRR@10 and of `search -k 10`
 MAX_PER_PATH = 1000   # the deepest first stage a search for more pages runs (candidates a path)
 
@@ -130,10 +132,10 @@ class Trace:
     pages: RankedPages | None = None
 
     def stage(self, name: str) -> tuple[ScoredPassage, ...]:
-        """The passages a stage ended with, best first (one of ``STAGES``)."""
+        """The passages a stage ended with, best first (one of ``STAGES``, or ``NAME_STAGE``)."""
         lists = {"full text": self.candidates.full_text, "dense": self.candidates.dense,
                  "fused": self.candidates.fused, "reranked": self.reranked.ranked,
-                 "admitted": self.context.admitted}
+                 "admitted": self.context.admitted, NAME_STAGE: self.candidates.names}
         if name not in lists:
             raise ValueError(f"stage must be one of {', '.join(STAGES)}; got {name!r}")
         return lists[name]
@@ -163,6 +165,7 @@ class Trace:
                        "abstained": self.answer.abstained,
                        "best_score": None if math.isnan(self.answer.best_score) else round(self.answer.best_score, 6)},
             "full_text": rows(self.candidates.full_text), "dense": rows(self.candidates.dense),
+            **({"names": rows(self.candidates.names)} if self.candidates.name_channel else {}),
             "fused": rows(self.candidates.fused), "union_size": self.candidates.union_size,
             "reranker": {"name": self.reranked.name, "truncated": self.reranked.truncated,
                          "kept": rows(self.reranked.ranked)},
@@ -185,7 +188,7 @@ class Trace:
         c, r, x = self.candidates, self.reranked, self.context
         out = [f"question: {self.question}  (tenant {self.tenant})",
                f"full text: {len(c.full_text)} candidates   dense: {len(c.dense)}   "
-               f"fused union: {c.union_size}",
+               + (f"names: {len(c.names)}   " if c.name_channel else "") + f"fused union: {c.union_size}",
                *([f"dense search: {c.dense_search.line()}"]
                  if c.dense_search is not None and not c.dense_search.exact else []),
                f"reranker: {r.name}; scored {r.scored}, kept {len(r.ranked)}, "
@@ -216,7 +219,9 @@ class Pipeline:
     def __init__(self, index: PgIndex, encoder, second_stage: SecondStage | None = None,
                  budget: ContextBudget | None = None, reader: Reader | None = None, per_path: int = PER_PATH,
                  constant: float = RRF_CONSTANT, exact: bool = True, keep: int = KEEP,
-                 lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None, pages: int = PAGES):
+                 lexical: str = DEFAULT_LEXICAL, memo: PathMemo | None = None, pages: int = PAGES,
+                 dense_weight: float = 1.0, names: bool = False):
+        from ..retrieval.fusion import check_weight
         from ..toolkit.params import check_int
 
         self.index, self.encoder = index, encoder
@@ -228,6 +233,7 @@ class Pipeline:
         self.pages = check_int("pages", pages, 1, MAX_PER_PATH)
         self.constant, self.exact = constant, exact
         self.lexical = check_lexical(lexical)
+        self.dense_weight, self.names = check_weight("dense_weight", dense_weight), check_names(names)
         self.count_tokens = token_counter(encoder)
         self.memo = memo   # a PathMemo: first-stage rows asked before come from memory (see rag.search)
 
@@ -243,8 +249,7 @@ class Pipeline:
         if vector is None:
             vector = self.encoder.encode([question])[0]
         encoded = time.perf_counter()
-        found = candidates(self.index, question, vector, self.per_path, tenant, self.exact, self.constant, session,
-                           lexical=self.lexical, memo=self.memo)
+        found = self.first_stage(question, vector, self.per_path, tenant, session)
         before_rerank = time.perf_counter()
         order = self.second_stage.reorder(question, found, max(1, found.union_size))
         # The order's first ``keep`` are what a call with ``keep`` returns: every second stage sorts, then cuts.
@@ -259,6 +264,11 @@ class Pipeline:
         pages = self.rank_pages(question, tenant, vector, session, found, order, allowed)
         return Trace(question, tenant, found, reranked, context, answer, seconds, pages)
 
+    def first_stage(self, question: str, vector: np.ndarray, per_path: int, tenant: str, session) -> Candidates:
+        """``search.candidates`` at this pipeline's paths and fusion, ``per_path`` candidates a path."""
+        return candidates(self.index, question, vector, per_path, tenant, self.exact, self.constant, session,
+                          lexical=self.lexical, memo=self.memo, dense_weight=self.dense_weight, names=self.names)
+
     def rank_pages(self, question: str, tenant: str, vector: np.ndarray, session, found: Candidates,
                    order: RerankResult, allowed: Collection[str] | None = None) -> RankedPages:
         """The second stage's ``order`` of ``found`` as ``pages`` distinct pages; searched deeper while too few.
@@ -271,10 +281,9 @@ class Pipeline:
         per_path, searches = self.per_path, 1
         hits, folded, filtered, left = distinct_pages(order.ranked, self.pages, allowed)
         while (len(hits) < self.pages and per_path < MAX_PER_PATH
-               and max(len(found.full_text), len(found.dense)) >= per_path):
+               and max(len(found.full_text), len(found.dense), len(found.names)) >= per_path):
             per_path = deeper_per_path(per_path, len(hits), self.pages)
-            found = candidates(self.index, question, vector, per_path, tenant, self.exact, self.constant, session,
-                               lexical=self.lexical, memo=self.memo)
+            found = self.first_stage(question, vector, per_path, tenant, session)
             order = self.second_stage.reorder(question, found, max(1, found.union_size))
             hits, folded, filtered, left = distinct_pages(order.ranked, self.pages, allowed, listed=hits)
             searches += 1
@@ -327,6 +336,7 @@ class PipelineRetriever:
 
 
 POLICIES = ("seed", "window", "recursive")
+LATER_FIELDS = {"dense_weight": 1.0, "names": False}   # Setting's fields with their defaults, shown when changed
 SECOND_STAGES = ("none", "re-scorer", "learned")
 
 
@@ -338,7 +348,9 @@ class Setting:
     ``"window"`` (sentences packed to the encoder's window) or ``"seed"`` (the RAG baseline
     design's policy, which lab 04 started from: sentences packed to 2,000 characters with 300 of overlap); ``summaries`` keeps
     each page's summary line in the indexed files; ``headers`` writes each chunk's page title and
-    section in front of it. The defaults are the best design the course knew before lab 04
+    section in front of it. ``lexical`` is a full-text scoring (``search.LEXICAL``) or ``"none"`` (dense
+    alone); ``dense_weight`` weighs the dense path's terms in fusion (1: plain RRF); ``names`` adds the
+    name channel (``rag.schema``), fused as a third path. The defaults are the best design the course knew before lab 04
     (``UNTUNED_SETTING``); ``DEFAULT_SETTING`` is what lab 04's ladder kept from it, and what
     ``ask``, ``index`` and ``search --retriever postgres`` run.
     """
@@ -351,12 +363,25 @@ class Setting:
     constant: int = 60
     second_stage: str = "none"
     max_tokens: int = 1500
+    dense_weight: float = 1.0
+    names: bool = False
 
     def __post_init__(self):
+        from ..retrieval.fusion import check_weight
+
+        check_weight("dense_weight", self.dense_weight)
+        check_names(self.names)
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {self.policy!r}")
         if self.second_stage not in SECOND_STAGES:
             raise ValueError(f"second_stage must be one of {', '.join(SECOND_STAGES)}; got {self.second_stage!r}")
+
+    def __repr__(self) -> str:
+        """The dataclass's repr, the fields added for lab 04's later rungs (``LATER_FIELDS``) only when not at their
+        defaults, so that a setting printed before they existed prints as it did."""
+        shown = [f"{name}={getattr(self, name)!r}" for name in self.__dataclass_fields__
+                 if name not in LATER_FIELDS or getattr(self, name) != LATER_FIELDS[name]]
+        return f"Setting({', '.join(shown)})"
 
     def chunk_policy(self, name: str = "sentences"):
         """The ``ChunkPolicy`` this setting indexes with."""
@@ -371,7 +396,8 @@ class Setting:
 
     @property
     def index_key(self) -> tuple[str, bool, bool]:
-        """What decides the index: (policy, summaries, headers)."""
+        """What decides the index: (policy, summaries, headers). Nothing else does: the full-text scoring, the
+        fusion and the name channel (whose page names come from ``sources``) read any index of these."""
         return (self.policy, self.summaries, self.headers)
 
     def pipeline(self, index: PgIndex, encoder, reader=None, keep: int | None = None, max_passages: int = 6,
@@ -388,7 +414,8 @@ class Setting:
                             "none": FusedOrder}[self.second_stage]()
         budget = ContextBudget(max_passages=max_passages, max_tokens=max_tokens or self.max_tokens)
         return Pipeline(index, encoder, second_stage=second_stage, budget=budget, reader=reader, per_path=self.per_path,
-                        constant=self.constant, keep=keep or KEEP, lexical=self.lexical, pages=pages)
+                        constant=self.constant, keep=keep or KEEP, lexical=self.lexical, pages=pages,
+                        dense_weight=self.dense_weight, names=self.names)
 
     def changed(self, **changes) -> "Setting":
         from dataclasses import replace

@@ -21,7 +21,9 @@
   what it took (``DenseSearch``).
 - Fusion: reciprocal rank fusion (k = 60, ranks from 1) over up to 30 candidates per path.
   The union of the two lists can hold up to 60 chunks: a fixed budget per path is not a
-  fixed total budget, so the union's size is reported with every result.
+  fixed total budget, so the union's size is reported with every result. ``dense_weight`` weighs
+  the dense path's terms (1: plain RRF, to the bit); ``lexical="none"`` runs no full-text path;
+  ``names=True`` fuses a third path, the name channel (``rag.schema``), after the two others.
 
 The question reaches SQL only as a parameter, and only its letters and digits reach the
 text-search parser, so no character of it can change the statement or the query syntax.
@@ -37,6 +39,8 @@ import numpy as np
 
 from ..engines.lexical import SHORT_STOPWORDS
 from ..retrieval.fusion import fuse_partial
+from ..retrieval.fusion import check_weight
+from .schema import check_names, name_rows
 from .passages import Passage, ScoredPassage
 from .store import DEFAULT_TENANT, PgIndex
 
@@ -45,7 +49,8 @@ MAX_TERMS = 256
 PER_PATH = 30
 RRF_CONSTANT = 60
 MAX_QUESTION_CHARS = 20_000
-LEXICAL = ("english", "names", "bm25")
+LEXICAL = ("english", "names", "bm25")   # the full-text scorings
+NO_FULL_TEXT = "none"                    # no full-text path: dense alone (with the name channel, if asked)
 DEFAULT_LEXICAL = "english"
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -83,9 +88,9 @@ def name_terms(question: str) -> list[str]:
 
 
 def check_lexical(lexical: object) -> str:
-    """A full-text scoring name (one of ``LEXICAL``)."""
-    if lexical not in LEXICAL:
-        raise ValueError(f"lexical must be one of {', '.join(LEXICAL)}; got {lexical!r}")
+    """A full-text scoring name (one of ``LEXICAL``), or ``NO_FULL_TEXT`` ("none": no full-text path)."""
+    if lexical not in (*LEXICAL, NO_FULL_TEXT):
+        raise ValueError(f"lexical must be one of {', '.join((*LEXICAL, NO_FULL_TEXT))}; got {lexical!r}")
     return lexical
 
 
@@ -140,9 +145,11 @@ def full_text_statement(index: PgIndex, question: str, limit: int = PER_PATH,
     """The statement ``full_text`` runs for ``lexical`` and its parameters; None when the question has no term.
 
     Exposed so that a plan can be read for exactly what ``full_text`` sends
-    (``benchmarks/lab04_scale.py``, ``tests/rag/test_full_text_plans.py``).
+    (``benchmarks/lab04_scale.py``, ``tests/rag/test_full_text_plans.py``). ``lexical="none"``: None.
     """
-    if check_lexical(lexical) == "english":
+    if check_lexical(lexical) == NO_FULL_TEXT:
+        return None
+    if lexical == "english":
         terms = or_query(question)
         return (index.sql(FULL_TEXT_SQL), [terms, limit]) if terms else None
     terms = name_terms(question)
@@ -423,8 +430,9 @@ def _memo_dense(session, index: PgIndex, vector: np.ndarray, limit: int, exact: 
 
 @dataclass(frozen=True)
 class Candidates:
-    """Both paths' candidates for one question, their fusion, the union's size, the stage timings,
-    and how the dense rows were found (``dense_search``: an HNSW shortfall repaired, or not)."""
+    """The paths' candidates for one question, their fusion, the union's size, the stage timings,
+    how the dense rows were found (``dense_search``: an HNSW shortfall repaired, or not), and the name
+    channel's rows (``names``; empty unless it ran: ``name_channel``)."""
 
     question: str
     full_text: tuple[ScoredPassage, ...]
@@ -432,44 +440,60 @@ class Candidates:
     fused: tuple[ScoredPassage, ...]
     seconds: dict = field(default_factory=dict)
     dense_search: DenseSearch | None = None
+    names: tuple[ScoredPassage, ...] = ()
+    name_channel: bool = False
 
     @property
     def union_size(self) -> int:
-        """Distinct chunks the two paths proposed (up to twice the per-path budget)."""
+        """Distinct chunks the paths proposed (up to the per-path budget times the paths)."""
         return len(self.fused)
 
 
-def fuse(lists: list[list[ScoredPassage]], constant: float = RRF_CONSTANT) -> list[ScoredPassage]:
-    """RRF over the lists (ranks from 1), best first, ties by chunk id."""
+def fuse(lists: list[list[ScoredPassage]], constant: float = RRF_CONSTANT,
+         weights: list[float] | None = None) -> list[ScoredPassage]:
+    """RRF over the lists (ranks from 1), each list's terms times its weight (None: all 1), best first, ties by
+    chunk id."""
     by_id = {sp.passage.chunk_id: sp.passage for ranked in lists for sp in ranked}
-    fused = fuse_partial([[sp.passage.chunk_id for sp in ranked] for ranked in lists], constant, first_position=1)
+    fused = fuse_partial([[sp.passage.chunk_id for sp in ranked] for ranked in lists], constant, first_position=1,
+                         weights=weights)
     return [ScoredPassage(by_id[cid], score, rank) for rank, (cid, score) in enumerate(fused, start=1)]
 
 
 def candidates(index: PgIndex, question: str, vector: np.ndarray, per_path: int = PER_PATH,
                tenant: str = DEFAULT_TENANT, exact: bool = True, constant: float = RRF_CONSTANT,
                session=None, guaranteed: bool = True, lexical: str = DEFAULT_LEXICAL,
-               memo: PathMemo | None = None) -> Candidates:
-    """Run both paths for one question and fuse them.
+               memo: PathMemo | None = None, dense_weight: float = 1.0, names: bool = False) -> Candidates:
+    """Run the paths for one question and fuse them.
 
-    Both queries run in one read-only session for ``tenant``: a new one, or ``session``
+    The queries run in one read-only session for ``tenant``: a new one, or ``session``
     (an open ``index.reader(tenant, exact)``, shared by a batch of questions). With
     ``exact=False`` the dense path is repaired as in ``dense`` (``guaranteed``), inside that
     session, and leaves its settings as it found them; the dense time includes the repair.
     With a ``memo`` (``PathMemo``) a path asked before is answered from memory, and its time
-    is then the time that took.
+    is then the time that took. ``lexical="none"`` runs no full-text path; ``dense_weight``
+    multiplies the dense path's fusion terms; ``names`` adds the name channel (``rag.schema``),
+    fused third with weight 1.
     """
-    guaranteed = _check_guaranteed(guaranteed)
+    guaranteed, lexical, names = _check_guaranteed(guaranteed), check_lexical(lexical), check_names(names)
+    dense_weight = check_weight("dense_weight", dense_weight)
     if session is None:
         with index.reader(tenant, exact=exact) as connection:
             return candidates(index, question, vector, per_path, tenant, exact, constant, connection, guaranteed,
-                              lexical, memo)
+                              lexical, memo, dense_weight, names)
     started = time.perf_counter()
     words = _memo_full_text(session, index, question, per_path, lexical, tenant, memo)
     middle = time.perf_counter()
     semantic = _memo_dense(session, index, vector, per_path, exact, guaranteed, tenant, memo)
     ended = time.perf_counter()
-    fused = fuse([words, semantic], constant)
-    return Candidates(question, tuple(words), tuple(semantic), tuple(fused),
-                      {"full text": middle - started, "dense": ended - middle, "fusion": time.perf_counter() - ended},
-                      semantic.search)
+    lists, weights = [words, semantic], (None if dense_weight == 1.0 else [1.0, dense_weight])
+    seconds = {"full text": middle - started, "dense": ended - middle}
+    named = []
+    if names:
+        named = name_rows(session, index, question, per_path, tenant, memo)
+        lists, weights = [*lists, named], [1.0, dense_weight, 1.0]
+        seconds["names"] = time.perf_counter() - ended
+        ended = time.perf_counter()
+    fused = fuse(lists, constant, weights)
+    seconds["fusion"] = time.perf_counter() - ended
+    return Candidates(question, tuple(words), tuple(semantic), tuple(fused), seconds, semantic.search,
+                      tuple(named), names)

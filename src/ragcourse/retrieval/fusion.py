@@ -82,23 +82,41 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], constant: float = 
     return rank_by_score(fused_scores(rankings, constant, first_position))
 
 
+def check_weight(name: str, weight: object) -> float:
+    """A fusion weight: a finite number above 0 (ValueError naming ``name`` otherwise)."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight <= 0:
+        raise ValueError(f"{name} must be a finite number above 0; got {weight!r}")
+    return float(weight)
+
+
 def fuse_partial(rankings: Sequence[Sequence[Hashable]], constant: float = DEFAULT_CONSTANT,
-                 first_position: int = 0, depth: int | None = None) -> list[tuple[Hashable, float]]:
+                 first_position: int = 0, depth: int | None = None,
+                 weights: Sequence[float] | None = None) -> list[tuple[Hashable, float]]:
     """``(item, fused score)`` best first, ties by item, for rankings that need not list the same items.
 
     A ranking may be cut to a depth or filtered (a retrieval path's top 30): an item earns
     ``1 / (constant + position)`` from each list it appears in and nothing from the others,
     terms added in list order. ``depth`` keeps only each list's first ``depth`` items.
     Over full permutations this is ``fused_scores`` exactly, bit for bit.
+
+    ``weights`` (one finite number above 0 per ranking; None: all 1) multiply each list's terms:
+    weighted RRF. A weight of 1 leaves a term as it is, to the bit (``x * 1.0 == x``).
     """
     _check_constant(constant)
     _check_first_position(first_position)
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise ValueError(f"depth must be None or a whole number of at least 1; got {depth!r}")
+    if weights is not None:
+        if isinstance(weights, (str, bytes)) or not isinstance(weights, Sequence) or len(weights) != len(rankings):
+            raise ValueError(f"weights must be None or one number per ranking ({len(rankings)}); got {weights!r}")
+        weights = [check_weight(f"weight {number}", w) for number, w in enumerate(weights)]
     scores: dict[Hashable, float] = {}
-    for ranking in rankings:
+    for number, ranking in enumerate(rankings):
         for position, item in enumerate(ranking if depth is None else ranking[:depth], start=first_position):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (constant + position)
+            term = 1.0 / (constant + position)
+            if weights is not None:
+                term *= weights[number]
+            scores[item] = scores.get(item, 0.0) + term
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 

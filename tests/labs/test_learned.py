@@ -17,11 +17,13 @@ def passage(chunk_id: int, page: str) -> Passage:
     return Passage(chunk_id, f"{page}.md", 0, 0, 10, f"text of {page}")
 
 
-def trace(question: str, full: list[tuple[int, str, float]], dense: list[tuple[int, str, float]]):
-    """A stand-in for ``Trace`` with only what the learned stage reads: the question and both paths."""
+def trace(question: str, full: list[tuple[int, str, float]], dense: list[tuple[int, str, float]],
+          names: list[tuple[int, str, float]] = ()):
+    """A stand-in for ``Trace`` with only what the learned stage reads: the question and the paths."""
     def scored(rows):
         return tuple(ScoredPassage(passage(c, p), s, rank) for rank, (c, p, s) in enumerate(rows, start=1))
-    return SimpleNamespace(question=question, candidates=SimpleNamespace(full_text=scored(full), dense=scored(dense)))
+    return SimpleNamespace(question=question, candidates=SimpleNamespace(full_text=scored(full), dense=scored(dense),
+                                                                         names=scored(names)))
 
 
 def test_every_candidate_of_either_path_once_with_zeros_where_a_path_missed_it():
@@ -33,6 +35,21 @@ def test_every_candidate_of_either_path_once_with_zeros_where_a_path_missed_it()
     assert x[0].tolist() == [7.0, 1.0, 0.5, 0.0, 1.0]       # dense missed it: the lowest cosine, no rank
     assert x[1].tolist() == [3.0, 0.5, 0.8, 1.0, 0.0]
     assert x[2].tolist() == [0.0, 0.0, 0.5, 0.5, 0.0]       # full text missed it: zeros
+
+
+def test_the_name_channel_adds_its_pages_and_their_similarity_to_the_name_feature():
+    t = trace("how to use np.linespace", [(1, "numpy.where", 7.0)], [(2, "numpy.select", 0.8)],
+              names=[(5, "numpy.linspace", 0.6), (2, "numpy.select", 0.31)])
+    passages, x = candidate_features(t.question, t.candidates.full_text, t.candidates.dense, t.candidates.names)
+    assert [p.chunk_id for p in passages] == [1, 2, 5]              # a page only the channel found joins, last
+    assert x[2].tolist() == [0.0, 0.0, 0.8, 0.0, 0.6]                # its similarity is its name feature
+    assert x[1][4] == 0.31                                           # a page both found keeps its similarity
+    without = candidate_features(t.question, t.candidates.full_text, t.candidates.dense)[1]
+    assert without[:, 4].tolist() == [0.0, 0.0]                      # without the channel: the word match alone
+    exact = trace("numpy select or where", [(1, "numpy.where", 7.0)], [], names=[(1, "numpy.where", 0.4)])
+    assert candidate_features(exact.question, exact.candidates.full_text, (), exact.candidates.names)[1][0][4] == 1.0
+    order = LearnedOrder().order(t.question, t.candidates.full_text, t.candidates.dense, keep=3, names=t.candidates.names)
+    assert {sp.passage.chunk_id for sp in order.ranked} == {1, 2, 5}
 
 
 def synthetic(n: int = 40, seed: int = 0):

@@ -42,7 +42,8 @@ def folds_of(questions: Sequence[Question], folds: int = FOLDS) -> list[int]:
 def _examples(traces: Sequence[Trace], questions: Sequence[Question]):
     if len(traces) != len(questions):
         raise ValueError(f"traces and questions must pair up; got {len(traces)} traces, {len(questions)} questions")
-    found = [candidate_features(t.question, t.candidates.full_text, t.candidates.dense) for t in traces]
+    found = [candidate_features(t.question, t.candidates.full_text, t.candidates.dense, t.candidates.names)
+             for t in traces]
     labels = [np.array([p.doc_id in q.relevant for p in passages], dtype=int) for (passages, _), q in zip(found, questions)]
     return [f for _, f in found], labels
 
@@ -83,9 +84,10 @@ def cross_validated_runs(traces: Sequence[Trace], questions: Sequence[Question],
         order = LearnedOrder(fit([traces[i] for i in train], [questions[i] for i in train]))
         for i in (i for i in range(len(questions)) if fold[i] == held):
             candidates = traces[i].candidates
-            every = len({sp.passage.chunk_id for sp in (*candidates.full_text, *candidates.dense)})
+            every = len({sp.passage.chunk_id for sp in (*candidates.full_text, *candidates.dense, *candidates.names)})
             depth = keep if pages is None else max(1, every)
-            ranked = order.order(traces[i].question, candidates.full_text, candidates.dense, keep=depth).ranked
+            ranked = order.order(traces[i].question, candidates.full_text, candidates.dense, keep=depth,
+                                 names=candidates.names).ranked
             runs[questions[i].qid] = (list(dict.fromkeys(sp.passage.doc_id for sp in ranked)) if pages is None
                                       else [sp.passage.doc_id for sp in distinct_pages(ranked, pages)[0]])
     return runs

@@ -197,20 +197,29 @@ def _name_in_question(doc_id: str, question: str) -> float:
     return float(last in set(re.findall(r"[a-z0-9_]+", question.lower())))
 
 
-def candidate_features(question: str, full_text: Sequence[ScoredPassage],
-                       dense: Sequence[ScoredPassage]) -> tuple[list[Passage], np.ndarray]:
-    """Every candidate chunk of either path, once, and its ``FEATURES`` (0 where a path did not return it;
-    the lowest cosine returned where the dense path did not)."""
+def candidate_features(question: str, full_text: Sequence[ScoredPassage], dense: Sequence[ScoredPassage],
+                       names: Sequence[ScoredPassage] = ()) -> tuple[list[Passage], np.ndarray]:
+    """Every candidate chunk of any path, once, and its ``FEATURES`` (0 where a path did not return it;
+    the lowest cosine returned where the dense path did not).
+
+    The last feature is 1 when the page's last name part is a word of the question, else the best
+    similarity the name channel (``names``: its rows, one chunk a page, scored by trigram similarity)
+    gave the page, else 0; without the channel it is the word match alone."""
     by_text = {sp.passage.chunk_id: sp for sp in full_text}
     by_dense = {sp.passage.chunk_id: sp for sp in dense}
+    by_name = {sp.passage.chunk_id: sp for sp in names}
+    similar: dict[str, float] = {}
+    for sp in names:
+        similar[sp.passage.doc_id] = max(similar.get(sp.passage.doc_id, 0.0), float(sp.score))
     lowest = min((sp.score for sp in dense), default=0.0)
     passages, rows = [], []
-    for chunk_id in dict.fromkeys([*by_text, *by_dense]):
+    for chunk_id in dict.fromkeys([*by_text, *by_dense, *by_name]):
         f, d = by_text.get(chunk_id), by_dense.get(chunk_id)
-        passage = (f or d).passage
+        passage = (f or d or by_name[chunk_id]).passage
         passages.append(passage)
         rows.append([f.score if f else 0.0, 1 / f.rank if f else 0.0, d.score if d else lowest,
-                     1 / d.rank if d else 0.0, _name_in_question(passage.doc_id, question)])
+                     1 / d.rank if d else 0.0,
+                     max(_name_in_question(passage.doc_id, question), similar.get(passage.doc_id, 0.0))])
     return passages, np.asarray(rows, dtype=float).reshape(-1, len(FEATURES))
 
 
@@ -248,10 +257,10 @@ LEARNED_WEIGHTS = LearnedWeights(mean=(1.912222, 0.046339, 0.529525, 0.046361, 0
 
 
 class LearnedOrder:
-    """Orders every candidate of both paths by a learned combination of their evidence (``LearnedWeights``).
+    """Orders every candidate of every path by a learned combination of their evidence (``LearnedWeights``).
 
     Unlike the rerankers above it reads the candidates' path scores and ranks, not their text:
-    ``reorder`` hands ``order`` both paths' lists.
+    ``reorder`` hands ``order`` the paths' lists (the name channel's too, when it ran).
     """
 
     name = "learned combination of the first stage's evidence"
@@ -260,15 +269,16 @@ class LearnedOrder:
         self.weights = weights
 
     def order(self, question: str, full_text: Sequence[ScoredPassage], dense: Sequence[ScoredPassage],
-              keep: int = KEEP) -> RerankResult:
-        """The ``keep`` best candidates by the weights' logit (ties in candidate order)."""
+              keep: int = KEEP, names: Sequence[ScoredPassage] = ()) -> RerankResult:
+        """The ``keep`` best candidates by the weights' logit (ties in candidate order); ``names``: the name
+        channel's rows, when it ran (``candidate_features``)."""
         check_int("keep", keep, 1, 10_000)
-        passages, features = candidate_features(question, full_text, dense)
+        passages, features = candidate_features(question, full_text, dense, names)
         logits = self.weights.logits(features).tolist() if passages else []
         order = sorted(range(len(passages)), key=lambda i: -logits[i])[:keep]
         ranked = tuple(ScoredPassage(passages[i], float(logits[i]), rank) for rank, i in enumerate(order, start=1))
         return RerankResult(ranked, 0, len(passages), self.name)
 
     def reorder(self, question: str, candidates, keep: int = KEEP) -> RerankResult:
-        """``order`` over both paths' lists of ``candidates`` (a ``rag.search.Candidates``)."""
-        return self.order(question, candidates.full_text, candidates.dense, keep=keep)
+        """``order`` over every path's list of ``candidates`` (a ``rag.search.Candidates``)."""
+        return self.order(question, candidates.full_text, candidates.dense, keep=keep, names=candidates.names)

@@ -79,9 +79,10 @@ def test_lexical_none_is_allowed_and_a_bad_value_is_refused_by_the_pipeline(bad)
 
 def test_the_defaults_and_their_printed_form_are_unchanged():
     assert (UNTUNED_SETTING.dense_weight, UNTUNED_SETTING.names) == (1.0, False)
-    assert DEFAULT_SETTING == Setting(per_path=60, constant=10, second_stage="learned")
+    assert DEFAULT_SETTING == Setting(constant=10, dense_weight=3.0, second_stage="learned")
     assert repr(DEFAULT_SETTING) == ("Setting(policy='recursive', summaries=True, headers=True, lexical='bm25', "
-                                     "per_path=60, constant=10, second_stage='learned', max_tokens=1500)")
+                                     "per_path=30, constant=10, second_stage='learned', max_tokens=1500, "
+                                     "dense_weight=3.0)")
     assert repr(Setting(lexical="none", names=True)).endswith("lexical='none', per_path=30, constant=60, "
                                                               "second_stage='none', max_tokens=1500, names=True)")
     assert Setting(dense_weight=2).index_key == Setting(names=True).index_key == UNTUNED_SETTING.index_key
@@ -309,6 +310,6 @@ def test_the_channel_finds_the_misspelt_names_on_the_real_corpus(numpy_index):
                         "above it")) if name == "np.linalg.slove" else name for name in MISSPELT])
 def test_fused_with_the_channel_a_misspelt_name_puts_its_page_in_the_top_3(numpy_index, name):
     index, encoder = numpy_index
-    # fused by RRF with the two paths (no second stage: the learned one reads the two paths only)
-    pipeline = DEFAULT_SETTING.changed(second_stage="none", names=True).pipeline(index, encoder)
+    # fused by plain RRF with the two paths (each list weighing 1), no second stage
+    pipeline = DEFAULT_SETTING.changed(second_stage="none", names=True, dense_weight=1.0).pipeline(index, encoder)
     assert MISSPELT[name] in pipeline.ask(name).ranked_pages()[:3]

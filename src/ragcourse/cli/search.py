@@ -14,7 +14,8 @@ heading written in front, BM25 at full strength and dense, 100 candidates a path
 ``postgres`` is the package's pipeline at its default setting (``rag.pipeline.DEFAULT_SETTING``, what
 lab 04 kept) over its index (built by ``python -m
 ragcourse index``: recursive 800-character chunks with headers and summary lines): BM25 in
-PostgreSQL and pgvector, 60 candidates each, ordered by the learned combination of both paths'
+PostgreSQL and pgvector, 30 candidates each, fused with the dense path weighted 3, ordered by the learned
+combination of both paths'
 evidence (``rerank.LearnedOrder``, fitted on the real dev questions), each page once, to k pages
 (searched deeper when the candidates hold fewer; ``rag.pipeline.RankedPages``, its counts on stderr).
 Results are documents, each with the chunk that won it. ``--where`` and ``--user`` filter

@@ -249,11 +249,12 @@ class LearnedWeights:
         return self.intercept + ((features - np.asarray(self.mean)) / np.asarray(self.scale)) @ np.asarray(self.coef)
 
 
-# Fitted by lab 04 (section 10) on every real dev question, at the kept first stage (60 candidates
-# a path, fusion constant 10), to six decimals; the lab refits them and prints whether they agree.
-LEARNED_WEIGHTS = LearnedWeights(mean=(1.912222, 0.046339, 0.529525, 0.046361, 0.035172),
-                                 scale=(1.881565, 0.118254, 0.100547, 0.118247, 0.184215),
-                                 coef=(0.21339, 0.09745, 0.385595, 0.285135, 0.540031), intercept=-3.673306)
+# Fitted by lab 04 (section 4) on every real dev question (319), at the kept first stage (30 candidates
+# a path, fusion constant 10, the dense path weighted 3), to six decimals; the lab refits them and prints
+# whether they agree.
+LEARNED_WEIGHTS = LearnedWeights(mean=(2.207960, 0.077883, 0.549664, 0.077883, 0.056041),
+                                 scale=(2.134317, 0.159259, 0.093208, 0.159259, 0.230001),
+                                 coef=(0.218366, 0.060313, 0.289911, 0.389137, 0.704649), intercept=-2.989122)
 
 
 class LearnedOrder:

@@ -242,7 +242,7 @@ def prepare_groups(settings: TrainSettings = DEFAULT_SETTINGS, corpus=None, enco
     titles = encoder.encode([d.title for d in corpus.documents], progress=False)
     miner = NegativeMiner(corpus, chunks, vectors, dict(zip((d.doc_id for d in corpus.documents), titles)))
     groups, skipped = training_groups(supply, chunks, miner, {d.doc_id: d.title for d in corpus.documents},
-                                      settings.groups, settings.negatives, settings.seed)
+                                      settings.groups, settings.negatives, settings.seed, settings.kept_source)
     return Prepared(groups, supply, skipped, model_key(groups_digest(groups), settings), header_lookup(chunks))
 
 

@@ -26,8 +26,9 @@ another page's See Also list often repeats a summary word for word), so the mode
 spotting the query copied into the passage; for a summary every first chunk of the group also loses its own
 summary, so the positive is not the one first chunk without one. A share of those queries (``kept_whole``)
 keeps its words instead, so that sharing the query's words does not become a sign against a text. A name is
-kept, since finding a typed name is the point. Every text is read with its header in front (``headed``: page title and section, as the index
-embeds it); ``header_lookup`` lets a reranker handed a bare chunk text read it the same way.
+kept, since finding a typed name is the point. Every text is read with its header in front (``headed``: page
+title and section, as the index embeds it); ``header_lookup`` lets a reranker handed a bare chunk text read it
+the same way.
 
 Queries that equal a question of any question set are dropped and counted (``Supply.dropped``), which
 ``tests/rag/test_cross_encoder.py`` checks; so are queries whose page yields no usable positive.

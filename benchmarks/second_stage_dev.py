@@ -1,23 +1,26 @@
 """Benchmark (not a test): lab 04's second stages on ``dev``, and what the course's cross-encoder costs.
 
   .venv/bin/python benchmarks/second_stage_dev.py               # the comparison, the learning curve, the cost
-  .venv/bin/python benchmarks/second_stage_dev.py --cold-cost   # also: score dev + test + fresh cold, timed
+  .venv/bin/python benchmarks/second_stage_dev.py --cold-cost   # also: score dev cold, timed
+  .venv/bin/python benchmarks/second_stage_dev.py --depths 10,30   # also: the comparison at other depths
 
 It starts its own embedded PostgreSQL (or uses ``$RAGCOURSE_DATABASE_URL``), indexes the numpy reference at
-the kept setting (``rag.pipeline.DEFAULT_SETTING``: recursive headed chunks with summary lines), runs the real ``dev``
-questions through its first stage (both paths, fused; no second stage), trains the cross-encoder or reads it
-from the cache (``rag.cross_encoder.reranker.train_or_load``), and prints:
+the kept setting (``rag.pipeline.DEFAULT_SETTING``: recursive headed chunks with summary lines), runs ``dev``
+(every real question the corpus can answer: ``answerable_in(corpus, real_questions("all"))``, 319 of them)
+through its first stage (both paths, fused; no second stage), trains the cross-encoder or reads it from the
+cache (``rag.cross_encoder.reranker.train_or_load``), and prints:
 
-- the four second stages on ``dev`` (``labs.second_stage.compare_second_stages``): hit@1, hit@5, MRR@10, and
-  each against today's learned combination with its paired interval (one Holm family);
+- the four second stages on ``dev`` (``labs.second_stage.compare_second_stages``), each scored on its ranked
+  list of ten pages: hit@1, hit@5, MRR@10, and each against today's learned combination with its paired
+  interval (one Holm family);
 - the learning curve: the loss over training (means over tenths of the steps) and MRR@10 of the reranked
   first stage at each checkpoint, on a fixed subset of ``dev`` (``labs.second_stage.CURVE_QUESTIONS``);
 - the cost per question of scoring its candidates with nothing cached.
 
-``--cold-cost`` then runs the first stage for the real ``test`` and the fresh questions too (their judgements
-are never read: no measure is computed on them) and times scoring every pair the lab's cross-encoder rows
-need for the three sets (the first ``depth`` fused candidates and the learned combination's first ``depth``)
-into an empty score cache of its own: what the scores add to a cold ``make course``.
+``--cold-cost`` then times scoring every pair the lab's cross-encoder rows need for ``dev`` (the first ``depth``
+fused candidates and the learned combination's first ``depth``) into an empty score cache of its own: what the
+scores add to a cold ``make course``. No fresh question is read. ``--depths`` repeats the comparison with the
+cross-encoder reading other numbers of candidates.
 """
 from __future__ import annotations
 
@@ -31,12 +34,13 @@ from pathlib import Path
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cold-cost", action="store_true", help="also time scoring dev + test + fresh from nothing")
+    parser.add_argument("--cold-cost", action="store_true", help="also time scoring dev from nothing")
     parser.add_argument("--depth", type=int, default=None, help="candidates the cross-encoder reads (default: DEPTH)")
+    parser.add_argument("--depths", default="", help="comma-separated depths to compare as well (e.g. 10,30)")
     args = parser.parse_args()
 
     from ragcourse.corpus.apidocs import export_markdown, load_corpus
-    from ragcourse.corpus.queries import answerable_in, fresh_questions, real_questions
+    from ragcourse.corpus.queries import answerable_in, real_questions
     from ragcourse.engines.dense import DenseEncoder
     from ragcourse.rag.pipeline import DEFAULT_SETTING as KEPT
     from ragcourse.labs.second_stage import compare_second_stages, cost_per_query, fused_texts, learning_curve
@@ -54,7 +58,7 @@ def main() -> None:
         runs = SettingRuns(lab_database(), encoder, {True: workspace / "history"}, ExtractiveReader(encoder),
                            report=None)
         first = KEPT.changed(second_stage="none")
-        dev = answerable_in(corpus, real_questions("dev"))
+        dev = answerable_in(corpus, real_questions("all"))
         traces = runs.traces(first, dev, "dev")
         print(f"first stage: {first}\n{len(dev)} dev questions through it in {time.perf_counter() - started:.0f} s\n")
 
@@ -71,6 +75,12 @@ def main() -> None:
         comparison = compare_second_stages(traces, dev, scorer, progress=True)
         print("\n".join(comparison.lines()))
         print(f"(scored and compared in {time.perf_counter() - wall:.0f} s wall, {time.process_time() - cpu:.0f} s CPU)\n")
+        for depth in [int(d) for d in args.depths.split(",") if d.strip()]:
+            wall, cpu = time.perf_counter(), time.process_time()
+            other = compare_second_stages(traces, dev, scorer.with_depth(depth), progress=True)
+            print("\n".join(other.lines()))
+            print(f"(depth {depth}: scored and compared in {time.perf_counter() - wall:.0f} s wall, "
+                  f"{time.process_time() - cpu:.0f} s CPU)\n")
 
         wall = time.perf_counter()
         curve = learning_curve(scorer, traces, dev, progress=True)
@@ -91,22 +101,18 @@ def main() -> None:
             from ragcourse.rag.cross_encoder.combined import first_step
             from ragcourse.rag.rerank import INPUT_CHARS, LEARNED_WEIGHTS
 
-            sets = {"dev": traces,
-                    "test": runs.traces(first, answerable_in(corpus, real_questions("test")), "test"),
-                    "fresh": runs.traces(first, answerable_in(corpus, fresh_questions()), "fresh")}
             items = []
-            for found in sets.values():
-                for t in found:
-                    passages, _, _, top, _ = first_step(LEARNED_WEIGHTS, t.question, t.candidates.full_text,
-                                                        t.candidates.dense, scorer.depth)
-                    texts = list(dict.fromkeys(fused_texts(t, scorer.depth) + [passages[i].text[:INPUT_CHARS] for i in top]))
-                    items.append((t.question, texts))
+            for t in traces:
+                passages, _, _, top, _ = first_step(LEARNED_WEIGHTS, t.question, t.candidates.full_text,
+                                                    t.candidates.dense, scorer.depth)
+                texts = list(dict.fromkeys(fused_texts(t, scorer.depth) + [passages[i].text[:INPUT_CHARS] for i in top]))
+                items.append((t.question, texts))
             cold = TrainedCrossEncoder(scorer.folder, scorer.key, scorer.depth, ScoreCache(workspace / "cold.sqlite"),
                                        headers=scorer.headers)
             wall, cpu = time.perf_counter(), time.process_time()
             cold.score_many(items, progress=True)
             seconds, cpu_seconds = time.perf_counter() - wall, time.process_time() - cpu
-            print(f"\ncold scores for {', '.join(f'{k} {len(v)}' for k, v in sets.items())} questions: "
+            print(f"\ncold scores for the {len(traces)} dev questions: "
                   f"{cold.last_computed} pairs in {seconds:.0f} s wall, {cpu_seconds:.0f} s CPU "
                   f"({1000 * cpu_seconds / max(1, cold.last_computed):.0f} ms CPU a pair)")
         runs.close()

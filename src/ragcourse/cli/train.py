@@ -1,6 +1,6 @@
 """``python -m ragcourse train-reranker``: train lab 04's cross-encoder once, or say where the trained one is.
 
-  python -m ragcourse train-reranker              # train (a few minutes, with a progress bar) or read the cache
+  python -m ragcourse train-reranker              # train (about 1.5 minutes on one core, a progress bar) or read the cache
   python -m ragcourse train-reranker --estimate   # say whether it is cached and what training would cost; no training
   python -m ragcourse train-reranker --groups 1600   # another budget of training queries (another model, its own key)
 

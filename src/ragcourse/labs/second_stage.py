@@ -1,17 +1,21 @@
 """Lab 04's second stages side by side on ``dev``, and what the course's cross-encoder learns and costs.
 
-Four second stages over the same first stage (the kept setting's two paths, fused), each ranking the pages
-of its eight kept passages:
+Four second stages over the same first stage (the kept setting's two paths, fused), each scored on its
+ranked list of ``PAGES`` pages (every candidate in the stage's order, each page once, cut at ``PAGES``:
+``rag.pipeline.distinct_pages``, as ``Trace.ranked_pages`` and ``search --retriever postgres`` rank them):
 
-- ``none``: the fused order;
+- ``none``: the fused order (the traces' own ranked list, ``Trace.ranked_pages``);
 - ``learned``: today's learned combination, judged as lab 04 judges it, by 5-fold cross-validation over the
   questions (``learned.cross_validated_runs``);
 - ``cross-encoder``: the course's cross-encoder (``rag.cross_encoder``) over the first ``depth`` fused
-  candidates, through ``rag.rerank.rerank`` as ``Pipeline`` would run it;
+  candidates, through ``rag.rerank.rerank`` as ``Pipeline`` would run it (the candidates past ``depth``
+  follow in fused order);
 - ``learned + cross-encoder``: the learned combination's first ``depth`` candidates reordered with the
   cross-encoder's score as a sixth feature (``rag.cross_encoder.combined``), both steps' weights fitted on
   the other folds only, so no question is ranked by weights that saw it.
 
+A list can hold fewer than ``PAGES`` pages where a question's candidates hold fewer pages (the pipeline
+would search deeper); ``SecondStages.short`` counts those lists by system.
 ``compare_second_stages`` returns each system's runs, its means and a ``significance.Family`` of paired
 comparisons (each system against today's learned combination, on hit@1, hit@5 and MRR@10, Holm-adjusted).
 ``learning_curve`` gives the loss of every training step and MRR@10 of the reranked first stage at the
@@ -24,16 +28,16 @@ from __future__ import annotations
 import hashlib
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
 
 from ..corpus.queries import Question
-from ..rag.pipeline import Trace
+from ..rag.pipeline import PAGES, Trace, distinct_pages
 from ..rag.cross_encoder.combined import CombinedWeights, CrossEncoderInLearnedOrder, first_step
 from ..rag.cross_encoder.reranker import TrainedCrossEncoder
-from ..rag.rerank import INPUT_CHARS, KEEP, LearnedWeights, rerank
+from ..rag.rerank import INPUT_CHARS, LearnedWeights, rerank
 from ..retrieval.significance import Family
 from .learned import FOLDS, cross_validated_runs, fit, fit_standardised, folds_of
 
@@ -43,9 +47,9 @@ BASELINE = "learned"
 CURVE_QUESTIONS = 40
 
 
-def pages_of(ranked) -> list[str]:
-    """The pages of ranked passages, best first, each once."""
-    return list(dict.fromkeys(sp.passage.doc_id for sp in ranked))
+def pages_of(ranked, pages: int = PAGES) -> list[str]:
+    """The ranked list of ``pages`` pages of ranked passages: best first, each page once (``distinct_pages``)."""
+    return [sp.passage.doc_id for sp in distinct_pages(ranked, pages)[0]]
 
 
 def fused_texts(trace: Trace, depth: int) -> list[str]:
@@ -54,10 +58,12 @@ def fused_texts(trace: Trace, depth: int) -> list[str]:
 
 
 def cross_encoder_runs(traces: Sequence[Trace], questions: Sequence[Question], scorer: TrainedCrossEncoder,
-                       keep: int = KEEP, progress: bool = False) -> dict[str, list[str]]:
-    """qid -> pages of the ``keep`` passages the cross-encoder keeps of each question's fused candidates."""
+                       pages: int = PAGES, progress: bool = False) -> dict[str, list[str]]:
+    """qid -> the ranked list of ``pages`` pages of each question's fused candidates in the cross-encoder's
+    order (its first ``depth`` reordered, the rest after them in fused order)."""
     scorer.score_many([(t.question, fused_texts(t, scorer.depth)) for t in traces], progress=progress)
-    return {q.qid: pages_of(rerank(scorer, t.question, [sp.passage for sp in t.candidates.fused], keep=keep).ranked)
+    return {q.qid: pages_of(rerank(scorer, t.question, [sp.passage for sp in t.candidates.fused],
+                                   keep=max(1, len(t.candidates.fused))).ranked, pages)
             for q, t in zip(questions, traces)}
 
 
@@ -83,9 +89,10 @@ def fit_combined(traces: Sequence[Trace], questions: Sequence[Question], first: 
 
 
 def cross_validated_combined_runs(traces: Sequence[Trace], questions: Sequence[Question], scorer: TrainedCrossEncoder,
-                                  folds: int = FOLDS, keep: int = KEEP, progress: bool = False) -> dict[str, list[str]]:
-    """qid -> pages of the ``keep`` best passages by the learned combination with the cross-encoder's score,
-    each question ranked by both steps' weights fitted without its fold (``learned.folds_of``)."""
+                                  folds: int = FOLDS, pages: int = PAGES, progress: bool = False) -> dict[str, list[str]]:
+    """qid -> the ranked list of ``pages`` pages by the learned combination with the cross-encoder's score
+    (every candidate in that order, each page once), each question ranked by both steps' weights fitted
+    without its fold (``learned.folds_of``)."""
     fold = folds_of(questions, folds)
     firsts = []
     for held in range(folds):
@@ -101,23 +108,30 @@ def cross_validated_combined_runs(traces: Sequence[Trace], questions: Sequence[Q
         order = CrossEncoderInLearnedOrder(first, combined, scorer, scorer.depth)
         for i in (i for i in range(len(questions)) if fold[i] == held):
             c = traces[i].candidates
-            runs[questions[i].qid] = pages_of(order.order(traces[i].question, c.full_text, c.dense, keep=keep).ranked)
+            every = max(1, len({sp.passage.chunk_id for sp in (*c.full_text, *c.dense)}))
+            runs[questions[i].qid] = pages_of(order.order(traces[i].question, c.full_text, c.dense, keep=every).ranked,
+                                              pages)
     return runs
 
 
 @dataclass(frozen=True)
 class SecondStages:
-    """The four second stages on the same questions: runs, means by measure, and the paired family."""
+    """The four second stages on the same questions: runs, means by measure, the paired family, and by
+    system the questions whose list holds fewer than ``pages`` pages (``short``)."""
 
     runs: dict
     means: dict
     family: Family
     questions: int
     depth: int
+    pages: int = PAGES
+    short: dict = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """A table of the means, then the family's comparisons."""
-        out = [f"{self.questions} questions; the cross-encoder reads the first {self.depth} candidates",
+        shorts = ", ".join(f"{name} {n}" for name, n in self.short.items() if n) or "none"
+        out = [f"{self.questions} questions, each system's ranked list of {self.pages} pages; the cross-encoder "
+               f"reads the first {self.depth} candidates; lists shorter than {self.pages} pages: {shorts}",
                f"{'second stage':<26}" + "".join(f"{m:>8}" for m in MEASURES)]
         for name, means in self.means.items():
             out.append(f"{name:<26}" + "".join(f"{means[m]:8.3f}" for m in MEASURES))
@@ -125,17 +139,20 @@ class SecondStages:
 
 
 def compare_second_stages(traces: Sequence[Trace], questions: Sequence[Question], scorer: TrainedCrossEncoder,
-                          folds: int = FOLDS, keep: int = KEEP, progress: bool = False) -> SecondStages:
+                          folds: int = FOLDS, pages: int = PAGES, progress: bool = False) -> SecondStages:
     """The four second stages (``SYSTEMS``) over first-stage ``traces`` (the kept setting without its second
-    stage), each against today's learned combination in one ``Family``."""
+    stage), each scored on its ranked list of ``pages`` pages, each against today's learned combination in
+    one ``Family``."""
+    from ..toolkit.params import check_int
     from .real_check import scores
 
+    check_int("pages", pages, 1, 10_000)
     if len(traces) != len(questions):
         raise ValueError(f"traces and questions must pair up; got {len(traces)} traces, {len(questions)} questions")
-    runs = {"none": {q.qid: t.documents("reranked") for q, t in zip(questions, traces)},
-            "learned": cross_validated_runs(traces, questions, folds, keep),
-            "cross-encoder": cross_encoder_runs(traces, questions, scorer, keep, progress),
-            "learned + cross-encoder": cross_validated_combined_runs(traces, questions, scorer, folds, keep, progress)}
+    runs = {"none": {q.qid: t.ranked_pages()[:pages] for q, t in zip(questions, traces)},
+            "learned": cross_validated_runs(traces, questions, folds, pages=pages),
+            "cross-encoder": cross_encoder_runs(traces, questions, scorer, pages, progress),
+            "learned + cross-encoder": cross_validated_combined_runs(traces, questions, scorer, folds, pages, progress)}
     means = {name: {m: statistics.fmean(scores(r, questions, m)) for m in MEASURES} for name, r in runs.items()}
     family = Family(f"each second stage against today's learned combination ({len(questions)} questions)")
     for name in SYSTEMS:
@@ -143,7 +160,8 @@ def compare_second_stages(traces: Sequence[Trace], questions: Sequence[Question]
             for m in MEASURES:
                 family.add(f"{m:<6} {name}", scores(runs[name], questions, m), scores(runs[BASELINE], questions, m),
                            (name, BASELINE))
-    return SecondStages(runs, means, family, len(questions), scorer.depth)
+    short = {name: sum(len(r[q.qid]) < pages for q in questions) for name, r in runs.items()}
+    return SecondStages(runs, means, family, len(questions), scorer.depth, pages, short)
 
 
 def curve_subset(questions: Sequence[Question], count: int = CURVE_QUESTIONS) -> list[int]:
@@ -193,7 +211,7 @@ def learning_curve(scorer: TrainedCrossEncoder, traces: Sequence[Trace], questio
                                                headers=scorer.headers)
         runs = cross_encoder_runs(picked_traces, picked, model_scorer, progress=progress)
         mrr[pairs] = statistics.fmean(scores(runs, picked, "mrr@10"))
-    fused = {q.qid: t.documents("reranked") for q, t in zip(picked, picked_traces)}
+    fused = {q.qid: t.ranked_pages() for q, t in zip(picked, picked_traces)}
     return Curve(tuple(log.losses), tuple(log.pairs_seen), mrr, statistics.fmean(scores(fused, picked, "mrr@10")),
                  len(picked))
 

@@ -24,9 +24,11 @@ them), the chunk as ranked.
 The words a query was written from are cut out of every text of its group (the positive and the negatives:
 another page's See Also list often repeats a summary word for word), so the model cannot score a pair by
 spotting the query copied into the passage; for a summary every first chunk of the group also loses its own
-summary, so the positive is not the one first chunk without one. A name is kept, since finding a typed name is
-the point. Every text is read with its header in front (``headed``: page title and section, as the index
-embeds it); ``header_lookup`` lets a reranker handed a bare chunk text read it the same way.
+summary, so the positive is not the one first chunk without one. A share of those queries (``kept_whole``)
+keeps its words instead, so that sharing the query's words does not become a sign against a text. A name is
+kept, since finding a typed name is the point. Every text is read with its header in front (``headed``: page
+title and section, as the index embeds it); ``header_lookup`` lets a reranker handed a bare chunk text read it
+the same way.
 
 Queries that equal a question of any question set are dropped and counted (``Supply.dropped``), which
 ``tests/rag/test_cross_encoder.py`` checks; so are queries whose page yields no usable positive.
@@ -332,14 +334,26 @@ class NegativeMiner:
         return chosen
 
 
+def kept_whole(query: TrainingQuery, seed: int, share: float) -> bool:
+    """Whether ``query``'s group keeps its source in its texts (a ``share`` of the cut kinds' queries, chosen by a
+    hash of the seed, the page and the text)."""
+    if query.kind not in CUT_KINDS or share <= 0:
+        return False
+    draw = int(hashlib.sha256(f"kept:{seed}:{query.doc_id}:{query.text}".encode("utf-8")).hexdigest()[:8], 16)
+    return draw < share * 16 ** 8
+
+
 def training_groups(supply: Supply, chunks: Sequence[PageChunk], miner: NegativeMiner, titles: dict, groups: int,
-                    negatives: int, seed: int) -> tuple[list[Group], dict]:
+                    negatives: int, seed: int, kept: float = 0.0) -> tuple[list[Group], dict]:
     """The first ``groups`` queries of ``supply`` in ``ordered``'s order, each with its positive and
     ``negatives`` hard negatives, then shuffled by ``seed`` into training order; with what was skipped.
 
     A summary or a sentence (``TrainingQuery.source``) is cut out of every text of its group; for a summary every
     first chunk of the group also loses its own page's summary line (``titles``: doc id -> summary), so the
-    positive is not the one first chunk without one."""
+    positive is not the one first chunk without one. A ``kept`` share of those queries (``kept_whole``) keeps its
+    words in every text instead: the negatives are ranked high for the query's words, so with every source cut
+    the one text lacking them would always be the positive and the model would learn that sharing a query's
+    words speaks against a passage (the inverse cloze task keeps a share of its sentences for this reason)."""
     import random
 
     at = {(c.doc_id, c.ordinal): c for c in chunks}
@@ -348,7 +362,7 @@ def training_groups(supply: Supply, chunks: Sequence[PageChunk], miner: Negative
 
     def shown(chunk: PageChunk, query: TrainingQuery) -> str:
         text = chunk.text
-        if query.kind in CUT_KINDS:
+        if query.kind in CUT_KINDS and not kept_whole(query, seed, kept):
             text = without(text, query.source)
             text = without(text, titles[chunk.doc_id]) if query.kind == "summary" and chunk.ordinal == 0 else text
         return headed(chunk, text)

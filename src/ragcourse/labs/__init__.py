@@ -17,6 +17,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "practice": ["CAUSES", "ChunkSearch", "Context", "Evidence", "answer_prompt", "failure_cause", "first_rank",
                  "parent_contexts", "rrf", "sentence_windows", "word_share"],
     "real_check": ["add_paired", "held_out", "paired", "print_measures", "scores"],
+    "second_stage": ["compare_second_stages", "cost_per_query", "fitted_runs", "learning_curve"],
     "systems": ["SettingRuns", "conditions"],
     "tenancy": ["tenant_shortfall"],
 })

@@ -114,6 +114,23 @@ def cross_validated_combined_runs(traces: Sequence[Trace], questions: Sequence[Q
     return runs
 
 
+def fitted_runs(train_traces: Sequence[Trace], train: Sequence[Question], traces: Sequence[Trace],
+                questions: Sequence[Question], scorer: TrainedCrossEncoder, pages: int = PAGES) -> dict[str, dict]:
+    """The two cross-encoder systems on other questions (``questions``, e.g. held out), fitted on ``train`` only:
+    ``cross-encoder`` (nothing to fit) and ``learned + cross-encoder``, whose two steps' weights are fitted on
+    every ``train`` question (``fit``, then ``fit_combined``); system -> qid -> ranked list of ``pages`` pages."""
+    first = fit(train_traces, train)
+    combined = fit_combined(train_traces, train, first, scorer)
+    order = CrossEncoderInLearnedOrder(first, combined, scorer, scorer.depth)
+    scorer.score_many([(t.question, _top_texts(t, first, scorer.depth)) for t in traces])
+    runs = {}
+    for q, t in zip(questions, traces):
+        c = t.candidates
+        every = max(1, len({sp.passage.chunk_id for sp in (*c.full_text, *c.dense)}))
+        runs[q.qid] = pages_of(order.order(t.question, c.full_text, c.dense, keep=every).ranked, pages)
+    return {"cross-encoder": cross_encoder_runs(traces, questions, scorer, pages), "learned + cross-encoder": runs}
+
+
 @dataclass(frozen=True)
 class SecondStages:
     """The four second stages on the same questions: runs, means by measure, the paired family, and by

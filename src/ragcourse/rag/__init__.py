@@ -12,8 +12,9 @@ from ..toolkit.lazy import lazy_exports
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "answer_checks": ["NameIndex"],
     "context": ["drop_counts"],
+    "cross_encoder.reranker": ["train_or_load"],
     "database": ["close_lab_database", "lab_database", "open_database"],
-    "generator": ["GeneratingReader", "Generator"],
+    "generator": ["BATCH", "BUCKET", "RULE", "SYSTEM", "WINDOW", "GeneratingReader", "Generator"],
     "pipeline": ["DEFAULT_SETTING", "STAGES", "UNTUNED_SETTING", "Pipeline"],
     "reader": ["ExtractiveReader", "abstention_rate", "citation_accuracy", "citation_doc_id", "copied_sentences",
                "strict_citation_accuracy"],

@@ -110,3 +110,47 @@ def test_the_time_left_reads_in_minutes_from_ninety_seconds():
     assert time_left(40.4) == "about 40 s left" and time_left(89) == "about 89 s left"
     assert time_left(90) == "about 2 min left" and time_left(245) == "about 4 min left"
     assert estimate_against_truth(366, 324) == "the sample's estimate was 6.1 min, embedding took 5.4 min (+13%)"
+
+
+def test_prepare_trains_the_cross_encoder_once_and_sets_its_estimate_against_the_truth(monkeypatch):
+    import io
+    from types import SimpleNamespace
+
+    from ragcourse.cli.prepare import _train_cross_encoder
+    from ragcourse.rag.cross_encoder import reranker
+
+    trained = []
+    state = {"cached": False}
+    monkeypatch.setattr(reranker, "estimate", lambda encoder=None: SimpleNamespace(
+        key="k1", cached=state["cached"], seconds=0.0 if state["cached"] else 120.0))
+    monkeypatch.setattr(reranker, "train_or_load", lambda **kw: trained.append(kw))
+    ticks = iter([10.0, 160.0])
+    out = io.StringIO()
+    assert _train_cross_encoder(object(), out, clock=lambda: next(ticks)) == 0
+    assert len(trained) == 1 and trained[0]["report"] is None
+    assert out.getvalue().splitlines() == [
+        "prepare: training lab 04's cross-encoder k1; expect about 2.0 minutes",
+        "prepare: cross-encoder trained in 150 s; the estimate was 2.0 min, training took 2.5 min (-20%)"]
+    state["cached"] = True
+    out = io.StringIO()
+    assert _train_cross_encoder(object(), out) == 0
+    assert len(trained) == 1 and out.getvalue() == "prepare: lab 04's cross-encoder k1 is in the cache\n"
+
+
+def test_a_second_process_waits_for_the_training_lock(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    from ragcourse.rag.cross_encoder.reranker import training_lock
+
+    monkeypatch.setenv("RAGCOURSE_CACHE_DIR", str(tmp_path))
+    code = ("import sys, time; from ragcourse.rag.cross_encoder.reranker import training_lock\n"
+            "print('asking', flush=True); started = time.monotonic()\n"
+            "with training_lock('k'):\n    print(time.monotonic() - started, flush=True)")
+    with training_lock("k"):
+        waiting = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert waiting.stdout.readline().strip() == "asking"
+        time.sleep(1.0)
+        assert waiting.poll() is None          # still waiting for the lock this process holds
+    assert float(waiting.communicate(timeout=60)[0]) >= 0.9   # it got the lock only once this process let go

@@ -12,6 +12,10 @@ rate so far, would be wrong, since the longest texts go first). The first block 
 own length mix; the estimate it gives is printed, and at the end set against the time the embedding took.
 Every vector goes to the shared cache (``$RAGCOURSE_CACHE_DIR``), where the labs, the command line and
 the tests read it: after this step no lab or test embeds a planned text again.
+
+Then it trains lab 04's cross-encoder (``rag.cross_encoder.reranker.train_or_load``, what ``train-reranker``
+does) unless the cache holds it: its estimate first, a progress bar, and the estimate against the time it took.
+``--check`` looks at the embeddings only.
 """
 from __future__ import annotations
 
@@ -61,8 +65,29 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if not plan.missing:
         for name in plan.groups:
             _announce(args.progress, name)
+    else:
+        code = _embed(plan, encoder, args.progress, out, started)
+        if code:
+            return code
+    return _train_cross_encoder(encoder, out)
+
+
+def _train_cross_encoder(encoder, out: TextIO, clock=time.perf_counter) -> int:
+    """Lab 04's cross-encoder, trained into the cache unless it is there: the estimate, then the truth."""
+    from ..rag.cross_encoder.reranker import estimate, train_or_load
+
+    found = estimate(encoder=encoder)
+    if found.cached:
+        print(f"prepare: lab 04's cross-encoder {found.key} is in the cache", file=out, flush=True)
         return 0
-    return _embed(plan, encoder, args.progress, out, started)
+    print(f"prepare: training lab 04's cross-encoder {found.key}; expect about {found.seconds / 60:.1f} minutes",
+          file=out, flush=True)
+    started = clock()
+    train_or_load(progress=not os.environ.get("TQDM_DISABLE"), encoder=encoder, report=None)
+    seconds = clock() - started
+    print(f"prepare: cross-encoder trained in {seconds:.0f} s; the estimate was {found.seconds / 60:.1f} min, "
+          f"training took {seconds / 60:.1f} min ({(found.seconds - seconds) / seconds:+.0%})", file=out, flush=True)
+    return 0
 
 
 def _embed(plan, encoder, progress_file: Path | None, out: TextIO, started: float, clock=time.perf_counter) -> int:

@@ -77,8 +77,8 @@ def lab04_texts(corpus: ApiCorpus) -> list[str]:
     """Lab 04: the chunks of every index its ladder can reach, and their sentences.
 
     Every index keeps each page's summary line (lab 04 asks no self-retrieval question): lab
-    03's recursive chunks and the window-sized sentence packing, each with and without
-    contextual headers (``ladder.LADDER_INDEXES``). The re-scorer and the reader compare a
+    03's recursive chunks with and without contextual headers, and the design's 2,000-character
+    chunks with headers (``ladder.LADDER_INDEXES``). The re-scorer and the reader compare a
     question with the sentences of the passages it retrieved; which passages those are is
     known only at run time, so every sentence of every chunk is planned (a superset, most of
     it short).

@@ -263,6 +263,23 @@ def estimate(settings: TrainSettings = DEFAULT_SETTINGS, corpus=None, encoder=No
     return Estimate(prepared.key, cached, 0.0 if cached else estimated_seconds(settings))
 
 
+@contextmanager
+def training_lock(key: str):
+    """Hold ``reranker/.<key>.lock`` (``fcntl.flock``, released when the process ends however it ends): two
+    processes that want the same model (``prepare`` in the background of ``make test`` and lab 04's kernel)
+    train it once, the second waiting for the first and then reading its model."""
+    import fcntl
+
+    folder = reranker_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{key}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def train_or_load(progress: bool = True, settings: TrainSettings = DEFAULT_SETTINGS, depth: int = DEPTH,
                   corpus=None, encoder=None, report=print) -> TrainedCrossEncoder:
     """The course's cross-encoder: read from ``reranker/<key>`` if trained before, else trained there now
@@ -271,12 +288,14 @@ def train_or_load(progress: bool = True, settings: TrainSettings = DEFAULT_SETTI
     prepared = prepare_groups(settings, corpus, encoder)
     folder = reranker_dir() / prepared.key
     if not (folder / LOG_FILE).exists():
-        if report is not None:
-            report(f"training the cross-encoder {prepared.key}: {len(prepared.groups)} queries x "
-                   f"{settings.negatives + 1} texts = {settings.pairs} pairs, at most {settings.max_length} tokens; "
-                   f"about {estimated_seconds(settings) / 60:.1f} minutes on two free cores")
-        with quiet_loading():
-            train_into_cache(prepared.groups, settings, prepared.key, progress=progress)
+        with training_lock(prepared.key):   # a process training this model now: wait for it, then read its model
+            if not (folder / LOG_FILE).exists():
+                if report is not None:
+                    report(f"training the cross-encoder {prepared.key}: {len(prepared.groups)} queries x "
+                           f"{settings.negatives + 1} texts = {settings.pairs} pairs, at most {settings.max_length} "
+                           f"tokens; about {estimated_seconds(settings) / 60:.1f} minutes on a free core")
+                with quiet_loading():
+                    train_into_cache(prepared.groups, settings, prepared.key, progress=progress)
     log = TrainingLog.from_json((folder / LOG_FILE).read_text(encoding="utf-8"))
     if report is not None:
         report(f"cross-encoder {prepared.key} ready in {time.perf_counter() - started:.0f} s "

@@ -129,37 +129,29 @@ def test_print_measures_and_add_paired_over_named_sets(capsys):
     assert family.verdict("vs late: mine recall@5") == "no difference this set can detect"
 
 
-def test_held_out_reads_the_fresh_set_by_default_and_names_a_wrong_set():
-    """The fresh set (frozen by hash) is what a lab reports on; the earlier ``test`` only on request."""
+def test_held_out_is_the_fresh_set_none_of_it_in_dev():
+    """The fresh set (frozen by hash) is what every lab reports on; none of it is among the dev questions."""
     from ragcourse.corpus.apidocs import load_corpus
     from ragcourse.corpus.queries import fresh_questions, real_questions
     from ragcourse.labs.real_check import held_out
 
     corpus = load_corpus()
-    fresh, earlier = held_out(corpus), held_out(corpus, "test")
+    fresh = held_out(corpus)
     assert {q.qid for q in fresh} <= {q.qid for q in fresh_questions()} and len(fresh) >= 200
-    assert {q.qid for q in earlier} <= {q.qid for q in real_questions("test")}
-    assert not {q.qid for q in fresh} & {q.qid for q in earlier}
+    assert not {q.text.lower() for q in fresh} & {q.text.lower() for q in real_questions("all")}
     assert fresh.coverage.total == len(fresh_questions())
-    with pytest.raises(ValueError, match="questions must be one of fresh, test; got 'dev'"):
-        held_out(corpus, "dev")
-
-
-# Labs that report on the fresh set; lab 04 still reads the earlier test (issue 49 moves it too).
-LABS_READING_FRESH = ["01", "02", "03"]
 
 
 @pytest.mark.parametrize("lab", LABS_READING_TEST_ONCE)
-def test_a_lab_reads_the_fresh_set_unless_it_asks_for_the_earlier_test(lab):
+def test_a_lab_reads_the_fresh_set_and_prints_its_coverage(lab):
     import json
     from pathlib import Path
 
     [notebook] = (Path(__file__).resolve().parents[2] / "notebooks" / "labs").glob(f"{lab}-*.ipynb")
     cells = json.loads(notebook.read_text("utf-8"))["cells"]
     [reading] = ["".join(c["source"]) for c in cells if c["cell_type"] == "code" and "held_out(" in "".join(c["source"])]
-    assert ("held_out(corpus)" in reading) == (lab in LABS_READING_FRESH)
-    if lab in LABS_READING_FRESH:
-        printed = "".join("".join(o.get("text", "")) for c in cells
-                          if c["cell_type"] == "code" and "held_out(" in "".join(c["source"]) for o in c["outputs"])
-        # Labs 01-02 print "fresh test questions: ...", lab 03 "fresh test: ..." (its reading cell is fixed).
-        assert re.search(r"fresh test(?: questions)?: 268 of 268 questions have a page", printed)
+    assert "held_out(corpus)" in reading
+    printed = "".join("".join(o.get("text", "")) for c in cells
+                      if c["cell_type"] == "code" and "held_out(" in "".join(c["source"]) for o in c["outputs"])
+    # Labs 01, 02 and 04 print "fresh test questions: ...", lab 03 "fresh test: ..." (its reading cell is fixed).
+    assert re.search(r"fresh test(?: questions)?: 268 of 268 questions have a page", printed)

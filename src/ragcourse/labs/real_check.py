@@ -2,8 +2,8 @@
 
 A lab reads its held-out questions once, in its report cell: ``held_out(corpus)`` hands out the fresh
 ``test`` set (``corpus.queries.fresh_questions``, only those whose answer has a page: ``coverage`` says
-how many were dropped); ``held_out(corpus, "test")`` the earlier real ``test`` split, which lab 04 still
-reads. ``print_measures`` prints hit@1, Recall@5 and MRR for any named question sets (the judged
+how many were dropped); every lab develops on the earlier real questions (``real_questions("all")``).
+``print_measures`` prints hit@1, Recall@5 and MRR for any named question sets (the judged
 questions are shown beside ``test`` as a worked set), and ``add_paired`` adds a system-against-system
 comparison per set and measure to a ``significance.Family``, which judges the comparisons answering one
 question together (Holm); ``paired`` is one such comparison on its own.
@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from ..corpus.apidocs import ApiCorpus
-from ..corpus.queries import (Coverage, Question, answerable_in, coverage, fresh_questions, judgements,
-                              real_questions)
+from ..corpus.queries import Coverage, Question, answerable_in, coverage, fresh_questions, judgements
 from ..toolkit.tables import Column, print_table
 from ..retrieval.metrics import hit_at_k, per_question, recall_at_k, reciprocal_rank, reciprocal_rank_at_k
 from ..retrieval.significance import Family, PairedComparison, compare
@@ -51,20 +50,14 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 _READ_AT: dict[frozenset, str] = {}
 
 
-HELD_OUT_SETS = ("fresh", "test")
+def held_out(corpus: ApiCorpus) -> HeldOut:
+    """The answerable fresh ``test`` questions, marked so that scoring them in two places raises.
 
-
-def held_out(corpus: ApiCorpus, questions: str = "fresh") -> HeldOut:
-    """The answerable held-out questions, marked so that scoring them in two places raises.
-
-    ``fresh`` (the default) is the set collected and frozen by hash after the labs' designs were fixed
-    (``corpus.queries.fresh_questions``): no result has steered it. ``test`` is the earlier real ``test``
-    split, which labs 03 and 04 still read until they move to the fresh set; earlier results on real
-    questions shaped the designs those labs compare, so it is no longer a clean held-out set.
+    The set was collected and frozen by hash after the labs' designs were fixed
+    (``corpus.queries.fresh_questions``): no result has steered it. The earlier real ``test`` split
+    is part of every lab's ``dev`` now (``real_questions("all")``).
     """
-    if questions not in HELD_OUT_SETS:
-        raise ValueError(f"questions must be one of {', '.join(HELD_OUT_SETS)}; got {questions!r}")
-    real = fresh_questions() if questions == "fresh" else real_questions("test")
+    real = fresh_questions()
     return HeldOut(answerable_in(corpus, real), coverage(real, corpus))
 
 

@@ -245,7 +245,8 @@ def test_a_second_call_reads_the_trained_model(monkeypatch, tmp_path):
     second = train_or_load(progress=False, settings=TINY, encoder=encoder, report=said.append)
     assert not any(line.startswith("training") for line in said)
     assert second.folder == first.folder and os.stat(second.folder / "model.safetensors").st_mtime_ns == stamp
-    assert [p.name for p in (tmp_path / "reranker").iterdir()] == [first.key]   # no staging folder left
+    # no staging folder left; beside the model only its training lock (``reranker.training_lock``)
+    assert sorted(p.name for p in (tmp_path / "reranker").iterdir()) == sorted([first.key, f".{first.key}.lock"])
 
 
 def test_the_combined_weights_are_one_logistic_regression_over_six_features():

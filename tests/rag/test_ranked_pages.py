@@ -156,7 +156,8 @@ TYPED_PAGES = ("numpy.linspace", "numpy.concatenate", "numpy.where", "numpy.args
                "numpy.histogram")
 MISSPELT = {"np.concatinate": "numpy.concatenate", "np.meshgird": "numpy.meshgrid", "np.histogramm": "numpy.histogram"}
 # Misspellings the system does not find yet (2026-12-06, before and after the ranked list): full text matches
-# whole words only and MiniLM reads the misspelt word as other pieces; the name channel (tests/rag/test_rungs.py) finds two of the three, but lab 04's dev did not keep it.
+# whole words only and MiniLM reads the misspelt word as other pieces; the name channel (tests/rag/test_rungs.py)
+# finds two of the three, but lab 04's dev did not keep it.
 NOT_YET = {"np.linespace": "numpy.linspace", "np.argsrot": "numpy.argsort", "np.linalg.slove": "numpy.linalg.solve"}
 
 
@@ -187,7 +188,8 @@ def test_a_typed_name_puts_its_page_in_the_top_3(numpy_pipeline):
 
 
 @pytest.mark.embeddings("questions", "lab 04")
-@pytest.mark.xfail(strict=True, reason="a misspelt name shares no word with its page; the name channel (Setting(names=True)) that finds it was not kept on dev")
+@pytest.mark.xfail(strict=True, reason="a misspelt name shares no word with its page; the name channel "
+                                        "(Setting(names=True)) was not kept on dev")
 @pytest.mark.parametrize("name", sorted(NOT_YET))
 def test_a_misspelt_name_the_system_does_not_find_yet(numpy_pipeline, name):
     assert NOT_YET[name] in numpy_pipeline.ask(name).ranked_pages()[:3]

@@ -13,7 +13,7 @@ is now the second stage's whole order, each page once, searched deeper when the 
 from __future__ import annotations
 
 import pytest
-from support.database import CORPUS, SMALL, FakeEncoder, write_corpus
+from support.database import CORPUS, SMALL, FakeEncoder, numpy_index, write_corpus
 
 from ragcourse.rag.passages import Passage, ScoredPassage
 from ragcourse.rag.pipeline import (MAX_PER_PATH, PAGES, Pipeline, PipelineRetriever, RankedPages, deeper_per_path,
@@ -115,23 +115,10 @@ def test_the_ranked_list_starts_with_the_pages_of_the_kept_chunks(small_index):
 @pytest.fixture(scope="module")
 def numpy_pipeline(database, tmp_path_factory):
     """The package's kept system (``DEFAULT_SETTING``) over the numpy reference, as ``index`` builds it."""
-    from ragcourse.corpus.apidocs import export_markdown, load_corpus
-    from ragcourse.engines.dense import DenseEncoder, ModelUnavailable
     from ragcourse.rag.pipeline import DEFAULT_SETTING
-    from ragcourse.rag.store import PgIndex
 
-    try:
-        encoder = DenseEncoder()
-    except ModelUnavailable as missing:
-        pytest.skip(str(missing))
-    folder = tmp_path_factory.mktemp("numpy") / "history"
-    export_markdown(load_corpus(), folder, summaries=True)
-    index = PgIndex(database, "t_ranked_numpy", DEFAULT_SETTING.chunk_policy(), encoder)
-    index.drop()
-    index.refresh(folder)
-    yield DEFAULT_SETTING.pipeline(index, encoder, pages=10)
-    index.drop()
-    index.close()
+    for index, encoder in numpy_index(database, tmp_path_factory, "t_ranked_numpy"):
+        yield DEFAULT_SETTING.pipeline(index, encoder, pages=10)
 
 
 @pytest.mark.embeddings("questions", "lab 04")

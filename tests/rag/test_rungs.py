@@ -22,6 +22,7 @@ from ragcourse.rag.pipeline import DEFAULT_SETTING, UNTUNED_SETTING, Setting
 from ragcourse.rag.search import RRF_CONSTANT, candidates, check_question, fuse
 from ragcourse.retrieval.fusion import fuse_partial
 from support.database import PAGES, WHOLE_PAGE, FakeEncoder, schema_name, write_corpus
+from support.database import numpy_index as build_numpy_index
 
 
 # ---------------------------------------------------------------- weighted fusion
@@ -278,22 +279,7 @@ MISSPELT = {"np.linespace": "numpy.linspace", "np.argsrot": "numpy.argsort", "np
 
 @pytest.fixture(scope="module")
 def numpy_index(database, tmp_path_factory):
-    from ragcourse.corpus.apidocs import export_markdown, load_corpus
-    from ragcourse.engines.dense import DenseEncoder, ModelUnavailable
-    from ragcourse.rag.store import PgIndex
-
-    try:
-        encoder = DenseEncoder()
-    except ModelUnavailable as missing:
-        pytest.skip(str(missing))
-    folder = tmp_path_factory.mktemp("numpy") / "history"
-    export_markdown(load_corpus(), folder, summaries=True)
-    index = PgIndex(database, "t_rungs_numpy", DEFAULT_SETTING.chunk_policy(), encoder)
-    index.drop()
-    index.refresh(folder)
-    yield index, encoder
-    index.drop()
-    index.close()
+    yield from build_numpy_index(database, tmp_path_factory, "t_rungs_numpy")
 
 
 @pytest.mark.embeddings("questions", "lab 04")

@@ -180,3 +180,24 @@ PAGES = {
     "numpy.all.md": "# numpy.all\n\nTest whether all array elements along a given axis evaluate to True.\n",
 }
 WHOLE_PAGE = ChunkPolicy("sentences", size=4000, overlap=0, unit="characters")   # one chunk a page
+
+
+def numpy_index(database, tmp_path_factory, schema: str):
+    """The numpy reference indexed at the package's chunking (``DEFAULT_SETTING``) in ``schema``, as ``index``
+    builds it: yields (index, encoder), dropped afterwards; skips when the encoder's model is missing."""
+    from ragcourse.corpus.apidocs import export_markdown, load_corpus
+    from ragcourse.engines.dense import DenseEncoder, ModelUnavailable
+    from ragcourse.rag.pipeline import DEFAULT_SETTING
+
+    try:
+        encoder = DenseEncoder()
+    except ModelUnavailable as missing:
+        pytest.skip(str(missing))
+    folder = tmp_path_factory.mktemp("numpy") / "history"
+    export_markdown(load_corpus(), folder, summaries=True)
+    index = PgIndex(database, schema, DEFAULT_SETTING.chunk_policy(), encoder)
+    index.drop()
+    index.refresh(folder)
+    yield index, encoder
+    index.drop()
+    index.close()

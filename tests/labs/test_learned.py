@@ -121,3 +121,19 @@ def test_weights_are_checked_and_compared_within_a_tolerance():
     moved = LearnedWeights(LEARNED_WEIGHTS.mean, LEARNED_WEIGHTS.scale, LEARNED_WEIGHTS.coef,
                            LEARNED_WEIGHTS.intercept + 5e-4)
     assert LEARNED_WEIGHTS.agrees_with(moved) and not LEARNED_WEIGHTS.agrees_with(moved, tolerance=1e-4)
+
+
+def test_the_cross_encoder_in_the_learned_order_reads_the_name_channel_as_a_pipeline_hands_it():
+    """``reorder`` (what ``Pipeline`` calls) hands ``order`` the channel's rows: the combined order takes them too."""
+    from ragcourse.rag.cross_encoder.combined import CombinedWeights, CrossEncoderInLearnedOrder
+
+    class Scorer:   # scores a text by its length: enough to order by
+        def score_many(self, items):
+            return [[float(len(t)) for t in texts] for _, texts in items]
+
+    combined = CombinedWeights.of([0.0] * 6, [1.0] * 6, [0.0] * 5 + [1.0], 0.0)
+    t = trace("how to use np.linespace", [(1, "numpy.where", 7.0)], [(2, "numpy.select", 0.8)],
+              names=[(5, "numpy.linspace", 0.6)])
+    order = CrossEncoderInLearnedOrder(LEARNED_WEIGHTS, combined, Scorer(), depth=3)
+    ranked = order.reorder(t.question, t.candidates, keep=3).ranked
+    assert {sp.passage.chunk_id for sp in ranked} == {1, 2, 5}

@@ -56,10 +56,10 @@ class CombinedWeights:
 
 
 def first_step(first: LearnedWeights, question: str, full_text: Sequence[ScoredPassage],
-               dense: Sequence[ScoredPassage], depth: int):
+               dense: Sequence[ScoredPassage], depth: int, names: Sequence[ScoredPassage] = ()):
     """Every candidate (``candidate_features``), its features, its first-step logit, and the positions of the
     ``depth`` best by that logit (ties in candidate order)."""
-    passages, features = candidate_features(question, full_text, dense)
+    passages, features = candidate_features(question, full_text, dense, names)
     logits = first.logits(features).tolist() if passages else []
     order = sorted(range(len(passages)), key=lambda i: -logits[i])
     return passages, features, logits, order[:depth], order[depth:]
@@ -76,10 +76,11 @@ class CrossEncoderInLearnedOrder(LearnedOrder):
         self.last_unscored = 0
 
     def order(self, question: str, full_text: Sequence[ScoredPassage], dense: Sequence[ScoredPassage],
-              keep: int = KEEP) -> RerankResult:
-        """The ``keep`` best candidates: the first step's ``depth`` reordered by the combined logit, then the rest."""
+              keep: int = KEEP, names: Sequence[ScoredPassage] = ()) -> RerankResult:
+        """The ``keep`` best candidates: the first step's ``depth`` reordered by the combined logit, then the rest
+        (``names``: the name channel's rows, when it ran, as for ``LearnedOrder``)."""
         check_int("keep", keep, 1, 10_000)
-        passages, features, logits, top, rest = first_step(self.weights, question, full_text, dense, self.depth)
+        passages, features, logits, top, rest = first_step(self.weights, question, full_text, dense, self.depth, names)
         self.last_unscored = len(rest)
         if not top:
             return RerankResult((), 0, 0, self.name)

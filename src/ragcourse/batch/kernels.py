@@ -30,7 +30,8 @@ from typing import Any
 
 KERNEL_NAME = "python3"
 QUIET_ENV = {"TQDM_DISABLE": "1", "JUPYTER_PREFER_ENV_PATH": "1", "OMP_NUM_THREADS": "1",
-             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+             "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+             "OMP_WAIT_POLICY": "PASSIVE"}   # OpenMP threads sleep while they wait (cli.main.PROCESS_DEFAULTS)
 KERNEL_ARGUMENTS = ["--HistoryManager.hist_file=:memory:"]  # no history database written by any kernel
 KERNEL_ARGV = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
 

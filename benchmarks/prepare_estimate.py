@@ -34,7 +34,7 @@ def main() -> None:
     from ragcourse.corpus.apidocs import load_corpus
     from ragcourse.engines.dense import DenseEncoder
     from ragcourse.labs.embedding_plan import plan_embeddings
-    from ragcourse.labs.embedding_schedule import SAMPLE, embed, encoder_schedule
+    from ragcourse.labs.embedding_schedule import embed, encoder_schedule
 
     encoder = DenseEncoder()
     plan = plan_embeddings(load_corpus(), lab_parameters(), encoder)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragcourse.rag.answer_checks import NameIndex, cited_right, correct, grounded, mark, ungrounded
+from ragcourse.rag.answer_checks import NameIndex, cited_right, correct, grounded, mark, named_passages, ungrounded
 from ragcourse.rag.generator import Generation, Prompt, abstains, cited_numbers, to_answer, with_citations
 from ragcourse.rag.passages import Passage, ScoredPassage
 from ragcourse.rag.reader import Answer
@@ -100,3 +100,15 @@ def test_mark_puts_the_measures_together():
                  ("numpy.concatenate",), NAMES)
     assert (marks.correct, marks.grounded, marks.abstained, marks.cited_right) == (True, False, False, True)
     assert marks.named == ("numpy.concatenate", "numpy.linalg.solve") and marks.ungrounded == ("numpy.linalg.solve",)
+
+
+def test_named_passages_are_the_given_passages_of_the_pages_an_answer_names():
+    given = [passage("numpy.concatenate", "Join a sequence of arrays along an existing axis.", 0),
+             passage("numpy.stack", "Join arrays along a new axis; see concatenate.", 2),
+             passage("numpy.concatenate", "out: if provided, the destination.", 3)]
+    assert named_passages("Use numpy.concatenate to join them end to end.", given) == \
+        ["numpy.concatenate.md#0", "numpy.concatenate.md#3"]
+    assert named_passages("Call `stack` or np.concatenate(a, b).", given) == \
+        ["numpy.concatenate.md#0", "numpy.stack.md#2", "numpy.concatenate.md#3"]
+    assert named_passages("Join them end to end.", given) == []          # a word of a page is not its name
+    assert named_passages("Use numpy.hstack instead.", given) == []      # a page nobody gave is not a source

@@ -8,7 +8,8 @@ It runs the package's pipeline at its default setting (``rag.pipeline.DEFAULT_SE
 over the index ``index`` built; which
 database, corpus folder and schema: ``ragcourse.cli.postgres``. The answer is written by the local
 model (``rag.generator``) from the admitted passages and printed as it is produced, each ``[n]`` as
-the ``[page#chunk]`` it cites; then the time of each stage (retrieve, rerank, first token, whole answer).
+the ``[page#chunk]`` it cites; then the passages it was given (``*`` cited by number, ``+`` its page named
+in the answer) and the time of each stage (retrieve, rerank, first token, whole answer).
 Exit status: 0 answered, 1 an unusable database or index, 2 a bad argument or question.
 """
 from __future__ import annotations
@@ -78,10 +79,7 @@ def run(args: argparse.Namespace, out) -> int:
             if trace.answer.abstained and ABSTAIN.lower() not in trace.answer.text.lower():
                 print(ABSTAIN, file=out)
             made = reader.last
-            cited = set(trace.answer.citations)
-            given = "  ".join(f"[{sp.passage.citation}]{'*' if sp.passage.citation in cited else ''}"
-                              for sp in reader.last_prompt.passages)
-            print(f"passages given (numbered in this order{'; * cited' if cited else ''}): {given or 'none'}", file=out)
+            print(given_line(trace.answer, reader.last_prompt.passages), file=out)
             retrieve = sum(v for k, v in trace.seconds.items() if k not in ("rerank", "assemble", "read"))
             print(f"({len(trace.context.admitted)} passages, {made.tokens_in} prompt tokens, {made.tokens_out} "
                   f"written{', from the generation cache' if made.cached else ''}; seconds: retrieve {retrieve:.2f}, "
@@ -95,6 +93,21 @@ def run(args: argparse.Namespace, out) -> int:
     finally:
         index.close()
         database.close()
+
+
+def given_line(answer, passages) -> str:
+    """The passages the model was given, in their numbered order, each marked ``*`` when the answer cites it by
+    number and ``+`` when the answer names its page (the small model seldom writes ``[n]``; a name it writes
+    still points at a source)."""
+    from ..rag.answer_checks import named_passages
+
+    cited = set(answer.citations)
+    named = set() if answer.abstained else set(named_passages(answer.text, passages))
+    given = "  ".join(f"[{sp.passage.citation}]{'*' if sp.passage.citation in cited else ''}"
+                      f"{'+' if sp.passage.citation in named else ''}" for sp in passages)
+    legend = "; ".join(what for what, shown in (("* cited by number", cited), ("+ its page named in the answer",
+                                                                                  named)) if shown)
+    return f"passages given (numbered in this order{'; ' + legend if legend else ''}): {given or 'none'}"
 
 
 class CitationStream:
@@ -128,10 +141,12 @@ class CitationStream:
 
 def generation_dict(reader) -> dict:
     """What ``--json`` adds for a generated answer: the model, the tokens, the times and the cited passages."""
-    made, prompt = reader.last, reader.last_prompt
+    from ..rag.answer_checks import named_passages
     from ..rag.generator import with_citations
 
+    made, prompt = reader.last, reader.last_prompt
     return {"model": reader.generator.fingerprint, "text": with_citations(prompt, made.text),
+            "named": named_passages(made.text, prompt.passages),
             "tokens_in": made.tokens_in, "tokens_out": made.tokens_out, "passages_cut": prompt.cut,
             "first_token_seconds": round(made.first_token_seconds, 4), "seconds": round(made.seconds, 4),
             "cached": made.cached, "stopped": made.stopped}

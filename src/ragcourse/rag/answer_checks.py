@@ -104,6 +104,13 @@ def grounded(text: str, passages: Sequence[ScoredPassage], names: NameIndex) -> 
     return not ungrounded(text, passages, names)
 
 
+def named_passages(text: str, passages: Sequence[ScoredPassage]) -> list[str]:
+    """The citations (``source#ordinal``) of the given passages whose page ``text`` names, in the order given:
+    the sources an answer points to by name when it writes no ``[n]`` (the ``ask`` command marks them)."""
+    named = set(NameIndex.of(sp.passage.doc_id for sp in passages).mentioned(text))
+    return [sp.passage.citation for sp in passages if sp.passage.doc_id in named]
+
+
 def cited_right(answer: Answer, relevant: Collection[str]) -> bool:
     """The answer cites a passage, and a cited passage is a judged page's."""
     return any(c.split("#", 1)[0].rsplit(".", 1)[0] in relevant for c in answer.citations)

@@ -53,3 +53,20 @@ def test_dense_ranking_orders_like_rank_by_score():
     vectors = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.6, 0.8]])
     order, scores = dense_ranking(vectors, np.array([1.0, 0.0]))
     assert order.tolist() == rank_by_score((vectors @ np.array([1.0, 0.0])).tolist()) == [0, 2, 3, 1]
+
+
+def test_token_counts_are_the_tokenizers_and_each_text_is_tokenised_once(tmp_path):
+    encoder = DenseEncoder(EmbeddingCache(tmp_path / "c.sqlite"))   # the tokenizer alone: no model is loaded
+    texts = ["one two", "Join a sequence of arrays.", "one two", "np.concatenate((a, b), axis=0)"]
+    direct = [len(ids) for ids in encoder.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]]
+    asked: list[list[str]] = []
+    real = encoder._tokenizer
+
+    def counting(batch, **options):
+        asked.append(list(batch))
+        return real(batch, **options)
+
+    encoder._tokenizer = counting
+    assert encoder.token_counts(texts) == direct
+    assert encoder.token_counts(["Join a sequence of arrays.", "a new text"])[0] == direct[1]
+    assert asked == [["one two", "Join a sequence of arrays.", "np.concatenate((a, b), axis=0)"], ["a new text"]]

@@ -192,6 +192,7 @@ class DenseEncoder:
         self._model = None
         self._tokenizer = None
         self._memory: dict[str, np.ndarray] = {}   # vectors already read this session, by text
+        self._counts: dict[str, int] = {}          # token counts already made this session, by text
         self.last = EncodeStats()
         self.batch_size = encode_batch_size()
         self.route = encode_route()
@@ -223,10 +224,16 @@ class DenseEncoder:
         return self._tokenizer
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """Tokens per text with the model's own tokenizer, special tokens included, before the cut."""
-        encoded = self.tokenizer(list(texts), add_special_tokens=True, truncation=False,
-                                 verbose=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+        """Tokens per text with the model's own tokenizer, special tokens included, before the cut (each
+        distinct text tokenised once a session: lab 04 assembles the same passages under many settings)."""
+        texts = list(texts)
+        new = [t for t in dict.fromkeys(texts) if t not in self._counts]
+        if new:
+            encoded = self.tokenizer(new, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+            if len(self._counts) + len(new) > MEMORY_LIMIT:
+                self._counts = {}
+            self._counts.update(zip(new, map(len, encoded)))
+        return [self._counts[t] for t in texts]
 
     def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
         """Unit vectors for ``texts`` (rows in order); only texts missing from the cache are embedded."""

@@ -73,6 +73,44 @@ def test_an_approximate_dense_search_is_never_remembered(index, questions):
     assert memo.fetched == 1 and memo.served == 2   # the full-text rows only
 
 
+@pytest.mark.parametrize("lexical", ["bm25", "none"])
+def test_rows_prefetched_from_two_sessions_are_the_rows_one_session_reads(database, index, questions, lexical):
+    """``SettingRuns.prefetch`` fills the runs' memo from two connections at once; every question is then
+    answered from memory, with the rows, scores and ranks the database gives one question at a time."""
+    from types import SimpleNamespace
+
+    from ragcourse.labs.systems import SettingRuns
+
+    runs = SettingRuns(database, FakeEncoder(), {}, reader=None, report=None)
+    pipeline = SimpleNamespace(index=index, per_path=30, lexical=lexical, exact=True, memo=runs.memo)
+    # two paths a question (with no full text, the memo keeps its empty list), a repeated question once
+    assert runs.prefetch(pipeline, questions[3:] + questions) == 2 * len(questions)
+    fetched = runs.memo.fetched
+    vectors = FakeEncoder().encode(questions)
+    for question, vector in zip(questions, vectors):
+        direct = candidates(index, question, vector, 30, lexical=lexical)
+        remembered = candidates(index, question, vector, 30, lexical=lexical, memo=runs.memo)
+        assert ids(remembered.full_text) == ids(direct.full_text) and ids(remembered.dense) == ids(direct.dense)
+    assert runs.memo.fetched == fetched and runs.memo.served == 2 * len(questions)   # nothing fetched again
+    assert runs.prefetch(pipeline, questions) == 0                                    # and nothing prefetched again
+    approximate = SimpleNamespace(index=index, per_path=30, lexical=lexical, exact=False, memo=runs.memo)
+    assert runs.prefetch(approximate, ["another question"]) == 0                      # HNSW rows are never kept
+
+
+def test_a_fork_starts_from_what_the_memo_holds_and_a_join_takes_its_rows_back():
+    memo = PathMemo(floor=5)
+    memo.rows(("a",), 5, lambda depth: list(range(depth)))
+    fork = memo.fork()
+    assert fork.rows(("a",), 3, lambda depth: pytest.fail("asked again")) == [0, 1, 2]
+    fork.rows(("b",), 2, lambda depth: ["x"] * depth)
+    assert memo.rows(("b",), 1, lambda depth: ["fetched"]) == ["fetched"]   # the fork's rows are its own until joined
+    memo = PathMemo(floor=5)
+    memo.rows(("a",), 5, lambda depth: list(range(depth)))
+    memo.join(fork)
+    assert memo.rows(("b",), 5, lambda depth: pytest.fail("asked again")) == ["x"] * 5
+    assert memo.fetched == 2 and fork.floor == 5
+
+
 def test_a_bad_floor_is_refused():
     with pytest.raises(ValueError, match="limit"):
         PathMemo(floor=0)

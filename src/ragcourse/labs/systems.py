@@ -31,6 +31,8 @@ from ..rag.search import PathMemo
 from ..rag.store import DEFAULT_TENANT, PgIndex
 from .ladder import cites_relevant
 
+PREFETCH_SESSIONS = 2   # reader sessions ``SettingRuns.prefetch`` reads from at once (the machine has two cores)
+
 
 class SettingRuns:
     """Indexes and runs of lab 04's settings over one exported history (``histories[summaries]``)."""
@@ -85,8 +87,47 @@ class SettingRuns:
         """Every question of the set ``name`` through the setting's pipeline, run once."""
         key = (setting, name)
         if key not in self._traces:
-            self._traces[key] = self.baseline(setting, remember=True).ask_many([q.text for q in questions])
+            pipeline = self.baseline(setting, remember=True)
+            texts = [q.text for q in questions]
+            self.prefetch(pipeline, texts)
+            self._traces[key] = pipeline.ask_many(texts)
         return self._traces[key]
+
+    def prefetch(self, pipeline: Pipeline, texts: Sequence[str], sessions: int = PREFETCH_SESSIONS) -> int:
+        """Put each question's first-stage rows in the memo, read from ``sessions`` reader sessions at once
+        (each on its own connection, in its own thread); the statements run.
+
+        PostgreSQL answers each statement in a server process of its own, so two sessions keep two cores
+        busy where one question at a time leaves the server waiting for Python and Python for the server.
+        The rows are the statements' own, kept under the keys ``candidates`` keeps them under, so the run
+        that follows is the run without ``prefetch`` (``tests/rag/test_lab04_pipeline.py`` compares them)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ..rag.search import candidates
+
+        if not pipeline.exact or pipeline.memo is not self.memo or not texts:
+            return 0
+        distinct = list(dict.fromkeys(texts))
+        work = list(zip(distinct, self.encoder.encode(distinct)))
+        parts = [work[n::sessions] for n in range(min(sessions, len(work)))]
+        index = pipeline.index
+
+        def read(part) -> PathMemo:
+            twin, memo = PgIndex(index.database, index.schema, index.policy, index.encoder), self.memo.fork()
+            try:
+                with twin.reader(DEFAULT_TENANT, exact=True) as session:
+                    for text, vector in part:
+                        candidates(twin, text, vector, pipeline.per_path, DEFAULT_TENANT, True, session=session,
+                                   lexical=pipeline.lexical, memo=memo)
+            finally:
+                twin.close()
+            return memo
+
+        with ThreadPoolExecutor(len(parts)) as pool:
+            filled = list(pool.map(read, parts))
+        for memo in filled:
+            self.memo.join(memo)
+        return sum(memo.fetched for memo in filled)
 
     def run(self, setting: Setting, questions: Sequence[Question], name: str, stage: str = "reranked") -> dict:
         """qid -> the stage's pages, best first (``reranked``: the system's ranked list, ``Trace.ranked_pages``:

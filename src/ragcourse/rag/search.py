@@ -6,24 +6,20 @@
     by ``ts_rank_cd``. PostgreSQL's English stop list drops ``where``, ``all`` and ``any``,
     and its parser keeps ``numpy.linalg.solve`` as one token that no question term equals.
     With an OR, ``ts_rank_cd`` is close to a count of matching words (0.1 an occurrence).
-  - ``names``: the schema's ``names`` configuration against ``code_text``, where dotted
-    names are split at their dots and no word is a stop word; the question loses only
-    Lucene's 33 function words (none of them names a numpy object). Still ``ts_rank_cd``.
+  - ``names``: the schema's ``names`` configuration against ``code_text`` (dotted names split at their
+    dots, no stop words; the question loses Lucene's 33 function words). Still ``ts_rank_cd``.
   - ``bm25``: the same match, scored by BM25 (Lucene's variant, ``k1`` 1.2, ``b`` 0.75)
     computed in the database from the index's term statistics (``lexemes``, ``collection``)
     and each matching chunk's term frequencies. ``tests/rag`` checks it equals ``bm25s``.
 - Dense: pgvector's cosine distance ``<=>`` between the question's MiniLM vector and each
   chunk's, exhaustive (index scans off) or through the HNSW index when one exists.
-  pgvector 0.6 applies row-level security *after* the index: HNSW hands over its
-  ``hnsw.ef_search`` nearest rows of the whole table, and a small tenant may own few of
-  them or none. So an approximate search that comes back short is repaired (``exact=False``,
-  ``guaranteed=True``, the default): see ``_guarded_dense_rows``. Every dense result says
-  what it took (``DenseSearch``).
-- Fusion: reciprocal rank fusion (k = 60, ranks from 1) over up to 30 candidates per path.
-  The union of the two lists can hold up to 60 chunks: a fixed budget per path is not a
-  fixed total budget, so the union's size is reported with every result. ``dense_weight`` weighs
-  the dense path's terms (1: plain RRF, to the bit); ``lexical="none"`` runs no full-text path;
-  ``names=True`` fuses a third path, the name channel (``rag.schema``), after the two others.
+  pgvector 0.6 applies row-level security *after* the index: HNSW hands over its ``hnsw.ef_search``
+  nearest rows of the whole table, of which a small tenant may own few or none, so an approximate
+  search that comes back short is repaired (``exact=False``, ``guaranteed=True``, the default:
+  ``_guarded_dense_rows``). Every dense result says what it took (``DenseSearch``).
+- Fusion: reciprocal rank fusion (k = 60, ranks from 1) over up to 30 candidates per path (the union,
+  up to 60 chunks, is reported with every result). ``dense_weight`` weighs the dense path's terms (1: plain
+  RRF); ``lexical="none"`` runs no full text; ``names=True`` fuses the name channel (``rag.schema``) third.
 
 The question reaches SQL only as a parameter, and only its letters and digits reach the
 text-search parser, so no character of it can change the statement or the query syntax.
@@ -38,8 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engines.lexical import SHORT_STOPWORDS
-from ..retrieval.fusion import fuse_partial
-from ..retrieval.fusion import check_weight
+from ..retrieval.fusion import check_weight, fuse_partial
 from .schema import check_names, name_rows
 from .passages import Passage, ScoredPassage
 from .store import DEFAULT_TENANT, PgIndex
@@ -380,22 +375,31 @@ def dense(index: PgIndex, vector: np.ndarray, limit: int = PER_PATH, tenant: str
 class PathMemo:
     """Each path's rows for a question, fetched once for every run that asks the same index again.
 
-    Lab 04 runs one question set through many settings; most change what happens after the
-    first stage (the fusion constant, the second stage, the budget), so the same full-text
-    and exhaustive dense statements would run again with the same answer. A memo keeps the
-    rows of each (schema, tenant, scoring, question) at a depth of at least ``floor`` and
-    hands out a prefix: both statements order by score, then chunk id, a total order, so the
-    first ``limit`` rows of a deeper search are the rows a search at ``limit`` returns
-    (``tests/rag`` checks this on the lab's questions). HNSW rows are never kept: which rows
-    an approximate search finds depends on its settings. Valid only while the indexes do not
-    change; ``SettingRuns`` keeps one for indexes it builds once. ``fetched`` and ``served``
-    count statements run and answers given from memory.
+    Lab 04 runs one question set through many settings, most of which change only what follows the
+    first stage, so the same full-text and exhaustive dense statements would run again with the same
+    answer. A memo keeps the rows of each (schema, tenant, scoring, question) at a depth of at least
+    ``floor`` and hands out a prefix: both statements order by score, then chunk id, a total order, so
+    the first ``limit`` rows of a deeper search are the rows a search at ``limit`` returns (``tests/rag``
+    checks this). HNSW rows are never kept (they depend on its settings). Valid only while the indexes
+    do not change. ``fetched`` and ``served`` count statements run and answers given from memory;
+    ``fork`` and ``join`` let another thread's session fill a copy (``labs.systems.SettingRuns.prefetch``).
     """
 
     def __init__(self, floor: int = 60):
         self.floor = _check_limit(floor)
         self._rows: dict[tuple, tuple[int, list]] = {}
         self.fetched = self.served = 0
+
+    def fork(self) -> "PathMemo":
+        """A new memo holding what this one holds (its counts at zero), for another session to fill."""
+        other = PathMemo(self.floor)
+        other._rows = dict(self._rows)
+        return other
+
+    def join(self, other: "PathMemo") -> None:
+        """Keep the rows ``other`` holds too, and count the statements it ran."""
+        self._rows.update(other._rows)
+        self.fetched += other.fetched
 
     def rows(self, key: tuple, limit: int, fetch) -> list:
         """The first ``limit`` rows under ``key``; ``fetch(depth)`` runs the statement when they are not kept."""
@@ -465,14 +469,11 @@ def candidates(index: PgIndex, question: str, vector: np.ndarray, per_path: int 
                memo: PathMemo | None = None, dense_weight: float = 1.0, names: bool = False) -> Candidates:
     """Run the paths for one question and fuse them.
 
-    The queries run in one read-only session for ``tenant``: a new one, or ``session``
-    (an open ``index.reader(tenant, exact)``, shared by a batch of questions). With
-    ``exact=False`` the dense path is repaired as in ``dense`` (``guaranteed``), inside that
-    session, and leaves its settings as it found them; the dense time includes the repair.
-    With a ``memo`` (``PathMemo``) a path asked before is answered from memory, and its time
-    is then the time that took. ``lexical="none"`` runs no full-text path; ``dense_weight``
-    multiplies the dense path's fusion terms; ``names`` adds the name channel (``rag.schema``),
-    fused third with weight 1.
+    The queries run in one read-only session for ``tenant``: a new one, or ``session`` (an open
+    ``index.reader(tenant, exact)``, shared by a batch of questions). With ``exact=False`` the dense
+    path is repaired as in ``dense`` (``guaranteed``) inside that session, its time including the
+    repair. With a ``memo`` (``PathMemo``) a path asked before is answered from memory (its time is
+    then that of memory). ``lexical``, ``dense_weight``, ``names``: as in the module's description.
     """
     guaranteed, lexical, names = _check_guaranteed(guaranteed), check_lexical(lexical), check_names(names)
     dense_weight = check_weight("dense_weight", dense_weight)

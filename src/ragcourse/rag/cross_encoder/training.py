@@ -39,12 +39,13 @@ CODE_VERSION = "2"                   # 2: a share of the cut kinds keeps its wor
 MODEL_FILE = "model.safetensors"
 LOG_FILE = "training.json"
 LAYERS = 6                           # MiniLM-L6's transformer layers
-# Measured on this course's two-core machine (2026-12-06): 1,200 pairs of 96 tokens on one thread took 74 s of CPU
-# (476 s of wall time, the machine busy with other work): CPU seconds per training pair and token of
-# ``max_length``. Two threads on a busy machine burn far more CPU for the same work (3,200 pairs of 128 tokens:
-# 958 s of CPU, 1,178 s of wall time), so the default trains on one.
-CPU_SECONDS_PER_PAIR_TOKEN = 0.00064
-MINING_SECONDS = 15.0                # reading the corpus, cutting it, both rankings for every query
+# Measured on this course's two-core machine (2026-12-06, OpenMP threads asleep while they wait): 1,200 pairs of
+# 96 tokens on one thread trained in 48 s (the progress bar; 49 s with the mining) alone after `prepare`'s
+# embeddings, and in 50 s beside `make test`'s workers: CPU seconds per training pair and token of ``max_length``.
+# (With the threads spinning it had taken 74 s of CPU, 476 s of wall time beside the tests.) Two threads on a busy
+# machine burn far more CPU for the same work, so the default trains on one.
+CPU_SECONDS_PER_PAIR_TOKEN = 0.00042
+MINING_SECONDS = 2.0                 # reading the corpus, cutting it, both rankings for every query
 
 
 @dataclass(frozen=True)

@@ -203,7 +203,7 @@ def pytest_configure(config):
     log, status, progress = folder / "prepare.log", folder / "status", folder / "progress"
     script = ("import subprocess, sys; "
               "code = subprocess.call([sys.executable, '-m', 'ragcourse', 'prepare', '--progress', sys.argv[3], "
-              "'--keys', sys.argv[4]], stdout=open(sys.argv[1], 'w'), stderr=subprocess.STDOUT); "
+              "'--keys', sys.argv[4], '--no-generation'], stdout=open(sys.argv[1], 'w'), stderr=subprocess.STDOUT); "
               "open(sys.argv[2], 'w').write(str(code))")
     environment = dict(os.environ, TQDM_DISABLE="1")
     environment.pop("OMP_NUM_THREADS", None)   # the encoder sets its own thread count
@@ -211,6 +211,9 @@ def pytest_configure(config):
     # and checked against prepare's plan at the end (``plan_coverage``).
     os.environ["RAGCOURSE_EMBED_LOG"] = str(folder / "requested")
     config._ragcourse_plan = (folder / "planned", folder / "requested")
+    # and every prompt the labs give the local model, checked against the generation plan (``generation_coverage``;
+    # prepare leaves it to the labs here, which answer their own beside it)
+    os.environ["RAGCOURSE_GENERATION_LOG"] = str(folder / "prompts")
     config._ragcourse_prepare = subprocess.Popen([sys.executable, "-c", script, str(log), str(status),
                                                   str(progress), str(folder / "planned")], env=environment)
     os.environ[PREPARE_STATUS] = str(status)   # the xdist workers start after this and inherit it
@@ -300,8 +303,8 @@ def pytest_terminal_summary(terminalreporter, config):
     for line in lines[-12:]:
         terminalreporter.write_line(line)
     verdict = getattr(config, "_ragcourse_plan_verdict", None)
-    if verdict:
-        terminalreporter.write_line(verdict)
+    for line in (verdict or "").splitlines():
+        terminalreporter.write_line(line)
 
 
 PLAN_COVERAGE = 0.998   # share of the texts the labs' kernels ask for that prepare must have planned
@@ -333,6 +336,19 @@ def pytest_sessionfinish(session, exitstatus):
         verdict += ": FAILED, add what the labs embed to ragcourse.labs.embedding_plan"
         session.exitstatus = 1
     session.config._ragcourse_plan_verdict = verdict
+    prompts = Path(files[1]).with_name("prompts")
+    if prompts.exists():
+        from ragcourse.labs.generation_plan import COVERAGE, coverage
+
+        planned, asked = coverage(prompts)
+        if asked:
+            line = (f"generation plan: {planned} of the {asked} prompts the labs gave the model were planned "
+                    f"({planned / asked:.1%}; at least {COVERAGE:.0%} required)")
+            if planned / asked < COVERAGE:
+                line += (": FAILED, record the labs' prompts again: RAGCOURSE_GENERATION_LOG=/tmp/prompts make "
+                         "refresh, then python -m ragcourse prepare --record-generation /tmp/prompts")
+                session.exitstatus = 1
+            session.config._ragcourse_plan_verdict += "\n" + line
 
 
 def pytest_collection_finish(session):

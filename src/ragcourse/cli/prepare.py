@@ -15,7 +15,9 @@ the tests read it: after this step no lab or test embeds a planned text again.
 
 Then it trains lab 04's cross-encoder (``rag.cross_encoder.reranker.train_or_load``, what ``train-reranker``
 does) unless the cache holds it: its estimate first, a progress bar, and the estimate against the time it took.
-``--check`` looks at the embeddings only.
+Last, the local model answers the prompts of labs 03 and 04 that the generation cache lacks
+(``labs.generation_plan``; ``--no-generation`` leaves them to the labs), the same way: estimate, bar, truth.
+``--check`` looks at the embeddings only; ``--record-generation LOG`` only writes the generation plan.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from ..batch.contract import file_value
+from ..batch.contract import UsageError, file_value
 
 # tqdm's bar with the schedule's time left (the postfix) where tqdm would put its own
 BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"
@@ -41,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keys", type=file_value, metavar="FILE", default=None,
                         help="write the cache key of every planned text to FILE, one per line (the test session "
                              "checks what the labs asked for against it)")
+    parser.add_argument("--no-generation", action="store_true",
+                        help="leave the generation plan unanswered (the test session: the labs answer their own)")
+    parser.add_argument("--record-generation", type=Path, metavar="LOG", default=None,
+                        help="only write the generation plan from LOG, the prompts the labs asked for with "
+                             "RAGCOURSE_GENERATION_LOG=LOG set (maintainers, after `make refresh`)")
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
@@ -50,6 +57,18 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     from ..engines.dense import DenseEncoder
     from ..labs.embedding_plan import plan_embeddings
 
+    if args.record_generation is not None:
+        from ..labs import generation_plan
+        from ..labs.generation_plan import record
+
+        if not args.record_generation.is_file():
+            raise UsageError(f"argument --record-generation: {str(args.record_generation)!r} is not a file")
+        try:
+            written = record(args.record_generation)
+        except ValueError as problem:
+            raise UsageError(f"argument --record-generation: {problem}") from None
+        print(f"prepare: {written} prompts the labs asked for written to {generation_plan.PLAN}", file=out, flush=True)
+        return 0
     started = time.perf_counter()
     encoder = DenseEncoder()
     plan = plan_embeddings(load_corpus(), lab_parameters(), encoder)
@@ -69,7 +88,44 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         code = _embed(plan, encoder, args.progress, out, started)
         if code:
             return code
-    return _train_cross_encoder(encoder, out)
+    code = _train_cross_encoder(encoder, out)
+    return code or (0 if args.no_generation else _generate(out))
+
+
+def _generate(out: TextIO, clock=time.perf_counter, make_generator=None) -> int:
+    """Answer the generation plan's prompts the cache lacks: the estimate, the bar, the estimate against the truth."""
+    from ..labs import generation_plan
+    from ..labs.generation_plan import estimated_seconds, generator_prompts, load
+    from ..rag.generator import Generator, GeneratorUnavailable
+
+    planned = load()
+    if not planned:
+        print(f"prepare: no generation plan ({generation_plan.PLAN} is missing): the labs will generate their answers",
+              file=out, flush=True)
+        return 0
+    make_generator = make_generator or (lambda n: Generator(max_new_tokens=n))
+    for limit in sorted({p.max_new_tokens for p in planned}):
+        try:
+            generator = make_generator(limit)
+            prompts = generator_prompts(generator, planned)
+        except GeneratorUnavailable as missing:
+            print(f"prepare: the generation plan was not answered: {missing}", file=out, flush=True)
+            return 1
+        fingerprint = generator.fingerprint
+        waiting = [p for p in prompts if generator.cache.get(fingerprint, generator.key(p)) is None]
+        expected = estimated_seconds(waiting, limit)
+        print(f"prepare: generation plan: {len(prompts)} prompts of the labs (at most {limit} new tokens), "
+              f"{len(prompts) - len(waiting)} in the cache"
+              + (f"; answering {len(waiting)}, expect about {expected / 60:.1f} minutes" if waiting else ""),
+              file=out, flush=True)
+        if not waiting:
+            continue
+        started = clock()
+        generator.generate_many(waiting, desc="answering the labs' prompts")
+        seconds = clock() - started
+        print(f"prepare: {len(waiting)} answers written in {seconds:.0f} s; the estimate was {expected / 60:.1f} min, "
+              f"generation took {seconds / 60:.1f} min ({(expected - seconds) / seconds:+.0%})", file=out, flush=True)
+    return 0
 
 
 def _train_cross_encoder(encoder, out: TextIO, clock=time.perf_counter) -> int:

@@ -226,6 +226,16 @@ class GenerationCache:
         self.connection.close()
 
 
+def log_prompts(prompts: Sequence[Prompt], max_new_tokens: int) -> None:
+    """With ``$RAGCOURSE_GENERATION_LOG`` set, append each prompt asked for as a JSON line (the asking process's
+    folder, ``max_new_tokens``, the text): ``labs.generation_plan`` turns the labs' lines into ``prepare``'s plan."""
+    log = os.environ.get("RAGCOURSE_GENERATION_LOG")
+    if log:
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.writelines(json.dumps({"dir": os.getcwd(), "max_new_tokens": max_new_tokens, "text": p.text})
+                              + "\n" for p in prompts)
+
+
 def render_passages(passages: Sequence[ScoredPassage]) -> str:
     """The passages as the model sees them: ``[n] source#ordinal`` on a line, then the text."""
     return "\n\n".join(f"[{n}] {sp.passage.citation}\n{sp.passage.text.strip()}"
@@ -298,6 +308,7 @@ class Generator:
     def generate(self, prompt: Prompt, on_text: Callable[[str], None] | None = None) -> Generation:
         """The answer to one prompt, from the cache or decoded (in a pass of the fixed shape); ``on_text``
         receives the text as it grows."""
+        log_prompts([prompt], self.max_new_tokens)
         fingerprint, key = self.fingerprint, self.key(prompt)
         stored = self.cache.get(fingerprint, key)
         if stored is not None:
@@ -314,6 +325,7 @@ class Generator:
                       desc: str = "generating") -> list[Generation]:
         """Every prompt's answer: the cached ones read, the others decoded ``BATCH`` at a time, grouped by
         bucket (a progress bar counts the answers not in the cache)."""
+        log_prompts(prompts, self.max_new_tokens)
         fingerprint = self.fingerprint
         keys = [self.key(p) for p in prompts]
         results: list[Generation | None] = [self.cache.get(fingerprint, k) for k in keys]

@@ -22,9 +22,6 @@ HEAVY = ("torch", "sentence_transformers", "transformers", "sklearn", "numpy", "
 # A first cell imports from at most this many modules of ragcourse: one per subpackage it uses (lab 03 uses six),
 # plus a deep import for a name its subpackage does not offer (lab 03's generator MODEL_NAME).
 MAX_RAGCOURSE_MODULES = 7
-# Lab 04 and its exercises are being rewritten; their first cells still import from the modules. Remove them here
-# when they move.
-NOT_YET: set[str] = set()
 MASTERS = Path(__file__).resolve().parents[1] / "exercises" / "masters"
 
 
@@ -161,8 +158,7 @@ def first_cell_problems(source: str, rest: str) -> list[str]:
 def notebooks() -> list[Path]:
     """The lessons, the labs and the exercises' masters (a student version's first cell is its master's, checked by
     ``tests/exercises``; it would leave unused what the solutions use)."""
-    return sorted(p for p in [*lesson_notebooks().values(), *lab_notebooks().values(), *MASTERS.rglob("*.ipynb")]
-                  if p.stem not in NOT_YET)
+    return sorted(p for p in [*lesson_notebooks().values(), *lab_notebooks().values(), *MASTERS.rglob("*.ipynb")])
 
 
 @pytest.mark.parametrize("path", notebooks(), ids=lambda p: ("master-" if MASTERS in p.parents else "") + p.stem[:24])

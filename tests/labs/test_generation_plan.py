@@ -108,9 +108,7 @@ def test_prepare_answers_the_planned_prompts_the_cache_lacks_once(tmp_path, monk
                                "cache; answering 2, expect about ")
     assert lines[1].startswith("prepare: 2 answers written in 4 s; the estimate was ")
     out = io.StringIO()
-    made[0].asked.clear()
-    monkeypatch.setattr(prepare, "_generate", prepare._generate)
-    again = FakeGenerator(48, made[0].stored)
+    again = FakeGenerator(48, made[0].stored)   # a second run: everything is in the cache now
     assert prepare._generate(out, make_generator=lambda limit: again) == 0
     assert again.asked == [] and out.getvalue().endswith("3 prompts of the labs (at most 48 new tokens), 3 in the cache\n")
 

@@ -59,12 +59,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.record_generation is not None:
         from ..labs import generation_plan
-        from ..labs.generation_plan import record
 
         if not args.record_generation.is_file():
             raise UsageError(f"argument --record-generation: {str(args.record_generation)!r} is not a file")
         try:
-            written = record(args.record_generation)
+            written = generation_plan.record(args.record_generation)
         except ValueError as problem:
             raise UsageError(f"argument --record-generation: {problem}") from None
         print(f"prepare: {written} prompts the labs asked for written to {generation_plan.PLAN}", file=out, flush=True)
@@ -95,10 +94,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _generate(out: TextIO, clock=time.perf_counter, make_generator=None) -> int:
     """Answer the generation plan's prompts the cache lacks: the estimate, the bar, the estimate against the truth."""
     from ..labs import generation_plan
-    from ..labs.generation_plan import estimated_seconds, generator_prompts, load
     from ..rag.generator import Generator, GeneratorUnavailable
 
-    planned = load()
+    planned = generation_plan.load()
     if not planned:
         print(f"prepare: no generation plan ({generation_plan.PLAN} is missing): the labs will generate their answers",
               file=out, flush=True)
@@ -107,13 +105,13 @@ def _generate(out: TextIO, clock=time.perf_counter, make_generator=None) -> int:
     for limit in sorted({p.max_new_tokens for p in planned}):
         try:
             generator = make_generator(limit)
-            prompts = generator_prompts(generator, planned)
+            prompts = generation_plan.generator_prompts(generator, planned)
         except GeneratorUnavailable as missing:
             print(f"prepare: the generation plan was not answered: {missing}", file=out, flush=True)
             return 1
         fingerprint = generator.fingerprint
         waiting = [p for p in prompts if generator.cache.get(fingerprint, generator.key(p)) is None]
-        expected = estimated_seconds(waiting, limit)
+        expected = generation_plan.estimated_seconds(waiting, limit)
         print(f"prepare: generation plan: {len(prompts)} prompts of the labs (at most {limit} new tokens), "
               f"{len(prompts) - len(waiting)} in the cache"
               + (f"; answering {len(waiting)}, expect about {expected / 60:.1f} minutes" if waiting else ""),

@@ -100,7 +100,7 @@ class SettingRuns:
         PostgreSQL answers each statement in a server process of its own, so two sessions keep two cores
         busy where one question at a time leaves the server waiting for Python and Python for the server.
         The rows are the statements' own, kept under the keys ``candidates`` keeps them under, so the run
-        that follows is the run without ``prefetch`` (``tests/rag/test_lab04_pipeline.py`` compares them)."""
+        that follows is the run without ``prefetch`` (``tests/rag/test_path_memo.py`` compares them)."""
         from concurrent.futures import ThreadPoolExecutor
 
         from ..rag.search import candidates

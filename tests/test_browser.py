@@ -158,22 +158,44 @@ def test_lesson_figures_have_alt_text_in_jupyterlab(lesson_audit):
     assert not pending, f"{len(pending)} figures without alt text (image-alt, critical) in lesson 01: {pending}"
 
 
-@pytest.mark.parametrize("lesson", sorted(set(LESSONS) - {A11Y_LESSON}), ids=lambda n: f"lesson{n:02d}")
-def test_every_other_lesson_in_jupyterlab(lab_server, chromium, lesson):
-    """Each other lesson, opened as stored, once: no serious or critical finding in its outputs, and every
-    figure has alt text (its description)."""
+CLOSE_LESSON = """async () => {
+  const panel = window.__lesson;
+  panel.context.model.dirty = false;
+  await panel.sessionContext.shutdown();
+  panel.dispose();
+  window.__lesson = null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab_app(lab_server, chromium):
+    """One JupyterLab page for the other lessons: the app loads once, and each lesson opens in it
+    (``docmanager:open``), as a student opens one notebook after another."""
     context = chromium.new_context(viewport=VIEWPORT, device_scale_factor=1)
     page = context.new_page()
     page.set_default_timeout(LESSON_OPEN_MS)
     try:
-        _open_as_stored(page, lab_server, f"notebooks/{LESSONS[lesson].name}")
-        findings = _audit_notebook(page)
+        page.goto(f"{lab_server.base_url}/lab?reset&token={lab_server.token}")
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.restored")
+        page.evaluate("() => window.jupyterapp.restored")
+        yield page
     finally:
-        try:
-            page.evaluate(SHUT_DOWN)
-        except Exception:
-            pass
         context.close()
+
+
+@pytest.mark.parametrize("lesson", sorted(set(LESSONS) - {A11Y_LESSON}), ids=lambda n: f"lesson{n:02d}")
+def test_every_other_lesson_in_jupyterlab(lab_app, lesson):
+    """Each other lesson, opened as stored, once: no serious or critical finding in its outputs, and every
+    figure has alt text (its description)."""
+    path = f"notebooks/{LESSONS[lesson].name}"
+    lab_app.evaluate("async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path}); }", path)
+    lab_app.wait_for_function(FIND_PANEL, arg=path, timeout=LESSON_OPEN_MS, polling=250)
+    try:
+        lab_app.wait_for_function("() => Array.from(window.__lesson.content.node.querySelectorAll("
+                                  "'.jp-OutputArea-output img')).every((img) => img.complete)", timeout=10_000)
+        findings = _audit_notebook(lab_app)
+    finally:
+        lab_app.evaluate(CLOSE_LESSON)
     blocking = _blocking(findings)
     assert not blocking, f"{len(blocking)} serious or critical findings in lesson {lesson:02d}'s outputs:\n  " + \
         "\n  ".join(blocking[:20])

@@ -32,6 +32,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -39,7 +40,8 @@ from pathlib import Path
 
 import pytest
 
-from support.browser import AXE_BLOCKING, axe_counts, axe_findings
+from support.audit_memo import AuditMemo, setup_key
+from support.browser import AXE_BLOCKING, AXE_RUN, axe_counts, axe_findings, axe_script
 from support.notebooks import stored_stdout
 
 pytestmark = [pytest.mark.browser, pytest.mark.timed]
@@ -280,11 +282,18 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        """A page left before its last file arrived (the browser closed the connection): not an error."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 @pytest.fixture(scope="session")
 def site_url(built_site):
     """The built site over http on 127.0.0.1 (a free port), as a static host would serve it."""
     handler = functools.partial(_QuietHandler, directory=str(built_site.site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
@@ -440,6 +449,7 @@ class Audit:
         self.findings: dict[str, list[dict]] = {}
         self.states: dict[str, dict] = {}
         self.seconds = 0.0
+        self.memo = ""
 
     def all(self) -> list[dict]:
         return [finding for findings in self.findings.values() for finding in findings]
@@ -457,7 +467,7 @@ class Audit:
 
     def report(self) -> str:
         counts = axe_counts(self.all())
-        lines = [f"axe-core, {self.mode} mode, {len(self.findings)} pages in {self.seconds:.0f} s: "
+        lines = [f"axe-core, {self.mode} mode, {len(self.findings)} pages ({self.memo}) in {self.seconds:.0f} s: "
                  f"{sum(counts.values())} elements fail a rule"]
         pages = {rule: sum(1 for findings in self.findings.values() if rule in axe_counts(findings)) for rule in counts}
         lines += [f"  {rule}: {n} on {pages[rule]} pages" for rule, n in counts.items()]
@@ -474,18 +484,29 @@ def audit(browser, site_url, built_site):
         if mode in audits:
             return audits[mode]
         result = Audit(mode)
+        memo = AuditMemo(built_site.site, site_url, setup_key(
+            axe=hashlib.sha256(axe_script().encode()).hexdigest(), run=AXE_RUN, state=PAGE_STATE, marker=FIGURE,
+            chromium=browser.version, viewport=VIEWPORT, mode=mode))
         context = browser.new_context(viewport=VIEWPORT, color_scheme=mode)
         page = context.new_page()
         page.set_default_timeout(PAGE_MS)
+        requested: list[str] = []
+        page.on("request", lambda request: requested.append(request.url))
         started = time.monotonic()
         try:
             for path in site_pages(built_site.site):
-                _open(page, site_url + path)
-                result.states[path] = page.evaluate(PAGE_STATE)
-                result.findings[path] = axe_findings(page, marker=FIGURE)
+                kept = memo.recall(path)
+                if kept is None:
+                    requested.clear()
+                    _open(page, site_url + path)
+                    kept = {"state": page.evaluate(PAGE_STATE), "findings": axe_findings(page, marker=FIGURE)}
+                    memo.keep(path, list(requested), kept)
+                result.states[path], result.findings[path] = kept["state"], kept["findings"]
         finally:
             context.close()
+        memo.save()
         result.seconds = time.monotonic() - started
+        result.memo = memo.summary()
         OUTPUT_DIR.mkdir(parents=True, exist_ok=True)
         (OUTPUT_DIR / f"axe-{mode}.json").write_text(json.dumps(
             {"mode": mode, "counts": axe_counts(result.all()), "pending_figures": len(result.pending()),

@@ -229,13 +229,18 @@ def axe_findings(page, selector: str | None = None, marker: str | None = None) -
 
     Each is ``{id, impact, help, nodes}``; a node is ``{target, html, marked}``, ``marked`` when the
     element sits inside ``marker`` (a CSS selector: e.g. a notebook's cell outputs)."""
+    if not page.evaluate("() => typeof window.axe === 'object' && typeof window.axe.run === 'function'"):
+        page.evaluate(axe_script())   # as axe-playwright-python's Axe.run does: no <script> added to the page
+    return page.evaluate(AXE_RUN, [selector, marker])
+
+
+def axe_script() -> str:
+    """axe-core's script, as axe-playwright-python ships it."""
     try:
         from axe_playwright_python.base import AXE_SCRIPT
     except ImportError:
         pytest.fail("axe-playwright-python is not installed: .venv/bin/pip install -r requirements.txt", pytrace=False)
-    if not page.evaluate("() => typeof window.axe === 'object' && typeof window.axe.run === 'function'"):
-        page.evaluate(AXE_SCRIPT)   # as axe-playwright-python's Axe.run does: no <script> added to the page
-    return page.evaluate(AXE_RUN, [selector, marker])
+    return AXE_SCRIPT
 
 
 def axe_counts(findings: list[dict]) -> dict[str, int]:

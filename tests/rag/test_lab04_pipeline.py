@@ -193,8 +193,8 @@ NOTES = {
 
 @pytest.fixture(scope="module")
 def command_env(tmp_path_factory):
-    """A cache folder of its own (embedded database and vectors) and a small folder of notes."""
-    from ragcourse.engines.dense import ModelUnavailable, load_model
+    """A cache folder of its own (embedded database, vectors, answers) and a small folder of notes."""
+    from ragcourse.engines.dense import ModelUnavailable, cache_dir, load_model
 
     try:
         load_model()
@@ -206,6 +206,12 @@ def command_env(tmp_path_factory):
     for name, text in NOTES.items():
         (notes / name).write_text(text, encoding="utf-8")
     previous = {k: os.environ.get(k) for k in ("RAGCOURSE_CACHE_DIR", "RAGCOURSE_DATABASE_URL")}
+    # The language model converted from its GGUF file is shared (its folder is named for the file's hash; the
+    # conversion has a test of its own in test_generator.py): answers, vectors and the database stay here.
+    shared = cache_dir() / "generator"
+    shared.mkdir(parents=True, exist_ok=True)
+    (root / "cache").mkdir()
+    (root / "cache" / "generator").symlink_to(shared, target_is_directory=True)
     os.environ["RAGCOURSE_CACHE_DIR"] = str(root / "cache")
     os.environ.pop("RAGCOURSE_DATABASE_URL", None)
     yield notes

@@ -27,9 +27,10 @@ FORMAT = 1
 
 
 def cache_root() -> Path:
-    """``$RAGCOURSE_CACHE_DIR/site-audit`` (``~/.cache/ragcourse`` when unset), as the course's caches."""
-    configured = os.environ.get("RAGCOURSE_CACHE_DIR")
-    return (Path(configured) if configured else Path.home() / ".cache" / "ragcourse") / "site-audit"
+    """``site-audit`` in the course's cache folder (``ragcourse.engines.dense.cache_dir``)."""
+    from ragcourse.engines.dense import cache_dir
+
+    return cache_dir() / "site-audit"
 
 
 def audit_fresh() -> bool:
